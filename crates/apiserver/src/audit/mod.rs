@@ -1,0 +1,1 @@
+//! Auditing: policy, events, backends and the audit filters.

@@ -1,0 +1,1 @@
+//! Authentication: authenticators (x509, token file, anonymous …) and their union.

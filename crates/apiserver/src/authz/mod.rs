@@ -1,0 +1,1 @@
+//! Authorization: authorizers (AlwaysAllow, AlwaysDeny, privileged groups …) and their union.

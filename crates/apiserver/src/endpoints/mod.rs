@@ -1,0 +1,1 @@
+//! REST endpoints, discovery and OpenAPI.

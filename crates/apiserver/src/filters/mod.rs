@@ -1,0 +1,116 @@
+//! The default handler chain: one filter per module, each a [`tower::Layer`], composed in
+//! upstream order by [`chain`].
+//!
+//! A filter implements [`Filter`]: it receives the request and the rest of the chain
+//! ([`Next`]) and produces the response. [`FilterLayer`] turns a filter into a tower layer.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tower::util::BoxCloneSyncService;
+use tower::{Layer, Service, ServiceExt};
+
+use crate::body::{Request, Response};
+
+/// A boxed, cloneable HTTP service: a handler, or a handler wrapped in filters.
+pub type HttpService = BoxCloneSyncService<Request, Response, Infallible>;
+
+/// A boxed response future.
+pub type ResponseFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
+
+/// Builds an [`HttpService`] from an async function.
+pub fn service_fn<F, Fut>(f: F) -> HttpService
+where
+    F: Fn(Request) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Response> + Send + 'static,
+{
+    BoxCloneSyncService::new(tower::service_fn(move |req: Request| {
+        let fut = f(req);
+        async move { Ok::<_, Infallible>(fut.await) }
+    }))
+}
+
+/// The rest of the chain, as a filter sees it.
+#[derive(Clone)]
+pub struct Next(HttpService);
+
+impl Next {
+    /// Wraps a service.
+    pub fn new(service: HttpService) -> Self {
+        Next(service)
+    }
+
+    /// Passes the request on and returns the response.
+    pub async fn run(self, req: Request) -> Response {
+        match self.0.oneshot(req).await {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }
+    }
+}
+
+/// One filter of the handler chain.
+pub trait Filter: Send + Sync + 'static {
+    /// Handles `req`, calling `next` to continue down the chain (or not).
+    fn call(&self, req: Request, next: Next) -> impl Future<Output = Response> + Send + 'static;
+}
+
+/// The tower [`Layer`] of a [`Filter`].
+pub struct FilterLayer<F>(Arc<F>);
+
+impl<F> FilterLayer<F> {
+    /// Wraps a filter.
+    pub fn new(filter: F) -> Self {
+        FilterLayer(Arc::new(filter))
+    }
+}
+
+impl<F> Clone for FilterLayer<F> {
+    fn clone(&self) -> Self {
+        FilterLayer(self.0.clone())
+    }
+}
+
+impl<F: Filter> Layer<HttpService> for FilterLayer<F> {
+    type Service = HttpService;
+
+    fn layer(&self, inner: HttpService) -> HttpService {
+        BoxCloneSyncService::new(FilterService {
+            filter: self.0.clone(),
+            next: inner,
+        })
+    }
+}
+
+/// A filter applied to the rest of the chain.
+pub struct FilterService<F> {
+    filter: Arc<F>,
+    next: HttpService,
+}
+
+impl<F> Clone for FilterService<F> {
+    fn clone(&self) -> Self {
+        FilterService {
+            filter: self.filter.clone(),
+            next: self.next.clone(),
+        }
+    }
+}
+
+impl<F: Filter> Service<Request> for FilterService<F> {
+    type Response = Response;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send + 'static>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request) -> Self::Future {
+        let fut = self.filter.call(req, Next(self.next.clone()));
+        Box::pin(async move { Ok(fut.await) })
+    }
+}

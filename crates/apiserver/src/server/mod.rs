@@ -1,0 +1,3 @@
+//! The generic API server: configuration, life cycle, hooks, health, routing and serving.
+
+pub mod lifecycle;

@@ -1,0 +1,1 @@
+//! The storage contract (etcd3 semantics) and its backends.

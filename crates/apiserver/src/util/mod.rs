@@ -1,0 +1,3 @@
+//! Small utilities shared across the crate.
+
+pub mod duration;

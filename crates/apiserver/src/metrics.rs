@@ -592,3 +592,260 @@ fn render(registry: &Registry, gzip: bool) -> Response {
     *response.body_mut() = full(text);
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::body::empty;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    fn info(verb: &str, ns: &str, name: &str, sub: &str) -> RequestInfo {
+        RequestInfo {
+            is_resource_request: true,
+            path: "/api/v1/pods".into(),
+            verb: verb.into(),
+            api_prefix: "api".into(),
+            api_version: "v1".into(),
+            namespace: ns.into(),
+            resource: "pods".into(),
+            subresource: sub.into(),
+            name: name.into(),
+            ..Default::default()
+        }
+    }
+
+    fn labels(
+        info: &RequestInfo,
+        method: &str,
+        uri: &str,
+        ct: Option<&str>,
+    ) -> RequestMetricLabels {
+        let mut b = http::Request::builder().method(method).uri(uri);
+        if let Some(ct) = ct {
+            b = b.header("content-type", ct);
+        }
+        let (parts, ()) = b.body(()).unwrap().into_parts();
+        RequestMetricLabels::from_request(info, &parts)
+    }
+
+    #[test]
+    fn scope() {
+        assert_eq!(clean_scope(&info("get", "ns", "p", "")), "resource");
+        assert_eq!(clean_scope(&info("create", "ns", "", "")), "resource");
+        assert_eq!(clean_scope(&info("list", "ns", "", "")), "namespace");
+        assert_eq!(clean_scope(&info("list", "", "", "")), "cluster");
+        let non = RequestInfo {
+            verb: "get".into(),
+            path: "/healthz".into(),
+            ..Default::default()
+        };
+        assert_eq!(clean_scope(&non), "");
+    }
+
+    #[test]
+    fn verbs() {
+        let cases = [
+            (info("get", "ns", "p", ""), "GET", "/x", None, "GET"),
+            (info("list", "ns", "", ""), "GET", "/x", None, "LIST"),
+            (
+                info("watch", "ns", "", ""),
+                "GET",
+                "/x?watch=true",
+                None,
+                "WATCH",
+            ),
+            (
+                info("list", "ns", "", ""),
+                "GET",
+                "/x?watch=false",
+                None,
+                "LIST",
+            ),
+            (
+                info("list", "ns", "", ""),
+                "GET",
+                "/x?watch=0",
+                None,
+                "LIST",
+            ),
+            (
+                info("watch", "ns", "", ""),
+                "GET",
+                "/api/v1/watch/x",
+                None,
+                "WATCH",
+            ),
+            (info("create", "ns", "", ""), "POST", "/x", None, "POST"),
+            (info("update", "ns", "p", ""), "PUT", "/x", None, "PUT"),
+            (
+                info("patch", "ns", "p", ""),
+                "PATCH",
+                "/x",
+                Some("application/merge-patch+json"),
+                "PATCH",
+            ),
+            (
+                info("patch", "ns", "p", ""),
+                "PATCH",
+                "/x",
+                Some("application/apply-patch+yaml"),
+                "APPLY",
+            ),
+            (
+                info("deletecollection", "ns", "", ""),
+                "DELETE",
+                "/x",
+                None,
+                "DELETE",
+            ),
+            (info("get", "ns", "p", "exec"), "GET", "/x", None, "CONNECT"),
+            (info("get", "ns", "p", "status"), "GET", "/x", None, "GET"),
+            (info("get", "ns", "p", ""), "OPTIONS", "/x", None, "other"),
+        ];
+        for (i, method, uri, ct, want) in cases {
+            assert_eq!(
+                labels(&i, method, uri, ct).verb,
+                want,
+                "{method} {uri} {i:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn dry_run_and_non_resource() {
+        let i = info("create", "ns", "", "");
+        assert_eq!(labels(&i, "POST", "/x?dryRun=All", None).dry_run, "All");
+        assert_eq!(
+            labels(&i, "POST", "/x?dryRun=All&dryRun=All", None).dry_run,
+            "All"
+        );
+        assert_eq!(
+            labels(&i, "POST", "/x?dryRun=bogus", None).dry_run,
+            "invalid"
+        );
+        assert_eq!(labels(&i, "POST", "/x", None).dry_run, "");
+        let non = RequestInfo {
+            verb: "get".into(),
+            path: "/healthz".into(),
+            ..Default::default()
+        };
+        let l = RequestMetricLabels::from_info(&non);
+        assert_eq!(
+            (
+                l.verb.as_str(),
+                l.subresource.as_str(),
+                l.scope.as_str(),
+                l.component.as_str()
+            ),
+            ("GET", "/healthz", "", "apiserver")
+        );
+        assert_eq!(
+            RequestMetricLabels::from_info(&info("list", "", "", "")).verb,
+            "LIST"
+        );
+        assert_eq!(
+            RequestMetricLabels::from_info(&info("create", "ns", "", "")).verb,
+            "POST"
+        );
+    }
+
+    async fn scrape(svc: HttpService, method: Method) -> (StatusCode, String, String) {
+        let req = http::Request::builder()
+            .method(method)
+            .uri("/metrics")
+            .body(empty())
+            .unwrap();
+        let resp = svc.oneshot(req).await.unwrap();
+        let status = resp.status();
+        let ct = resp.headers()["content-type"].to_str().unwrap().to_owned();
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        (status, ct, String::from_utf8(body.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn handler_serves_and_resets() {
+        let m = Arc::new(ApiserverMetrics::new().unwrap());
+        m.observe(
+            &RequestMetricLabels::from_info(&info("get", "ns", "p", "")),
+            200,
+            Duration::from_millis(30),
+        );
+        m.set_inflight(RequestKind::Mutating, 3);
+        m.tls_handshake_error();
+        m.graceful_termination_event("ShutdownInitiated");
+        let (status, ct, text) = scrape(handler_for(m.clone(), true, false), Method::GET).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(ct, "text/plain; version=0.0.4; charset=utf-8");
+        assert!(text.contains("apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\"} 1\n"), "{text}");
+        assert!(text.contains("apiserver_request_duration_seconds_bucket{component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"pods\",scope=\"resource\",subresource=\"\",verb=\"GET\",version=\"v1\",le=\"0.05\"} 1\n"), "{text}");
+        assert!(
+            text.contains("apiserver_current_inflight_requests{request_kind=\"mutating\"} 3\n")
+        );
+        assert!(text.contains("apiserver_tls_handshake_errors_total 1\n"));
+        assert!(text.contains(
+            "apiserver_graceful_termination_event_timestamp_seconds{name=\"ShutdownInitiated\"}"
+        ));
+
+        // Without reset enabled, DELETE just scrapes.
+        let (_, _, again) = scrape(handler_for(m.clone(), false, false), Method::DELETE).await;
+        assert!(again.contains("apiserver_request_total{"));
+
+        let (status, _, text) = scrape(handler_for(m.clone(), true, false), Method::DELETE).await;
+        assert_eq!((status, text.as_str()), (StatusCode::OK, "metrics reset\n"));
+        let (_, _, text) = scrape(handler_for(m.clone(), true, false), Method::GET).await;
+        assert!(!text.contains("apiserver_request_total{"), "{text}");
+        assert!(text.contains("apiserver_tls_handshake_errors_total 0\n"));
+    }
+
+    #[tokio::test]
+    async fn health_check_slis() {
+        let m = Arc::new(ApiserverMetrics::new().unwrap());
+        m.observe_healthcheck("etcd", "readyz", true);
+        m.observe_healthcheck("etcd", "readyz", false);
+        m.observe_healthcheck("etcd", "readyz", false);
+        let (_, _, text) = scrape(handler_for(m.clone(), false, true), Method::GET).await;
+        assert!(
+            text.contains("kubernetes_healthcheck{name=\"etcd\",type=\"readyz\"} 0\n"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "kubernetes_healthchecks_total{name=\"etcd\",status=\"error\",type=\"readyz\"} 2\n"
+        ));
+        assert!(text.contains(
+            "kubernetes_healthchecks_total{name=\"etcd\",status=\"success\",type=\"readyz\"} 1\n"
+        ));
+        let (_, _, main) = scrape(handler_for(m, false, false), Method::GET).await;
+        assert!(!main.contains("kubernetes_healthcheck"));
+    }
+
+    #[tokio::test]
+    async fn gzip_when_accepted() {
+        let m = Arc::new(ApiserverMetrics::new().unwrap());
+        m.tls_handshake_error();
+        let req = http::Request::get("/metrics")
+            .header("accept-encoding", "gzip, deflate")
+            .body(empty())
+            .unwrap();
+        let resp = handler_for(m, false, false).oneshot(req).await.unwrap();
+        assert_eq!(resp.headers()["content-encoding"], "gzip");
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        let mut text = String::new();
+        use std::io::Read;
+        flate2::read::GzDecoder::new(&body[..])
+            .read_to_string(&mut text)
+            .unwrap();
+        assert!(text.contains("apiserver_tls_handshake_errors_total 1\n"));
+    }
+
+    #[tokio::test]
+    async fn global_functions_record() {
+        graceful_termination_event("TestSignal");
+        let mut i = info("get", "ns", "p", "");
+        i.resource = "globaltestresource".into();
+        observe_request(&i, 201, Duration::from_millis(1));
+        let (_, _, text) = scrape(metrics_handler(false), Method::GET).await;
+        assert!(text.contains("name=\"TestSignal\""));
+        assert!(text.contains("resource=\"globaltestresource\""));
+    }
+}

@@ -142,6 +142,19 @@ impl RequestMetricLabels {
         Self::build(info, &method, None, None)
     }
 
+    /// Labels of a non-resource handler instrumented by path (upstream `InstrumentHandlerFunc`
+    /// as the health endpoints use it: subresource = path, empty scope and `component`).
+    pub fn non_resource(method: &str, path: &str, query: Option<&str>, component: &str) -> Self {
+        let info = RequestInfo {
+            path: path.to_owned(),
+            verb: method.to_ascii_lowercase(),
+            ..RequestInfo::default()
+        };
+        let mut labels = Self::build(&info, method, query, None);
+        component.clone_into(&mut labels.component);
+        labels
+    }
+
     fn build(
         info: &RequestInfo,
         method: &str,

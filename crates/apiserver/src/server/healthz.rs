@@ -98,9 +98,9 @@ const LOG_STAMP_PERIOD: Duration = Duration::from_secs(60);
 /// A stamp this old means logging is blocked.
 const LOG_BLOCKED_AFTER: Duration = Duration::from_secs(120);
 
-/// The `log` check: the first call starts a background thread that writes a (filtered-out)
-/// trace event every minute and stamps the time afterwards; a stamp older than two minutes means
-/// emitting a log event is stuck (upstream flushes klog and fails with `logging blocked`).
+/// The `log` check: the first call starts a background thread that every minute locks and
+/// flushes stderr (where logs go), emits a trace event, and then stamps the time; a stamp two
+/// minutes old means logging is stuck (upstream flushes klog and fails with `logging blocked`).
 pub fn log_check() -> SharedHealthChecker {
     Arc::new(LogCheck)
 }
@@ -133,6 +133,9 @@ impl HealthChecker for LogCheck {
                 .spawn(|| {
                     loop {
                         std::thread::park_timeout(LOG_STAMP_PERIOD);
+                        // Logs go to stderr: taking its lock and flushing blocks exactly when
+                        // a log write is stuck (upstream flushes klog here).
+                        let _ = std::io::Write::flush(&mut std::io::stderr().lock());
                         tracing::trace!("log health check stamp");
                         LOG_STAMP.store(unix_now(), Ordering::Relaxed);
                     }
@@ -446,7 +449,26 @@ fn go_quote(s: &str) -> String {
 
 impl RootHealth {
     fn handle(&self, req: Request) -> Response {
+        let started = Instant::now();
         let (parts, _) = req.into_parts();
+        let response = self.respond(&parts);
+        // Upstream instruments the root health handlers with the request metrics, under the
+        // path as subresource and an empty component.
+        let labels = crate::metrics::RequestMetricLabels::non_resource(
+            parts.method.as_str(),
+            parts.uri.path(),
+            parts.uri.query(),
+            "",
+        );
+        crate::metrics::observe_request_labels(
+            &labels,
+            response.status().as_u16(),
+            started.elapsed(),
+        );
+        response
+    }
+
+    fn respond(&self, parts: &Parts) -> Response {
         let query = parts.uri.query();
         let excluded = excluded_checks(query);
         let mut unmatched = excluded.clone();
@@ -465,7 +487,7 @@ impl RootHealth {
                 lines.push_str(&format!("[+]{name} excluded with {group}: ok\n"));
                 continue;
             }
-            match check.check(&parts) {
+            match check.check(parts) {
                 Ok(()) => {
                     crate::metrics::observe_healthcheck(name, &self.name, true);
                     lines.push_str(&format!("[+]{name} ok\n"));

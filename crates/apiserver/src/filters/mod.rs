@@ -4,6 +4,8 @@
 //! A filter implements [`Filter`]: it receives the request and the rest of the chain
 //! ([`Next`]) and produces the response. [`FilterLayer`] turns a filter into a tower layer.
 
+pub mod body_guard;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;

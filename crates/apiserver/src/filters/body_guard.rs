@@ -82,10 +82,8 @@ mod tests {
     #[tokio::test]
     async fn guard_released_after_body_read() {
         let released = Arc::new(AtomicBool::new(false));
-        let response = hold_until_body_end(
-            http::Response::new(full("hello")),
-            Flag(released.clone()),
-        );
+        let response =
+            hold_until_body_end(http::Response::new(full("hello")), Flag(released.clone()));
         assert!(!released.load(Ordering::SeqCst));
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(bytes, "hello");
@@ -95,10 +93,8 @@ mod tests {
     #[tokio::test]
     async fn guard_released_when_body_dropped() {
         let released = Arc::new(AtomicBool::new(false));
-        let response = hold_until_body_end(
-            http::Response::new(full("hello")),
-            Flag(released.clone()),
-        );
+        let response =
+            hold_until_body_end(http::Response::new(full("hello")), Flag(released.clone()));
         drop(response);
         assert!(released.load(Ordering::SeqCst));
     }

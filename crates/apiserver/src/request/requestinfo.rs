@@ -136,8 +136,7 @@ impl RequestInfoResolver {
 
         // Selectors are only meaningful for collection verbs, and a watch through the legacy
         // `/watch/` prefix keeps none (upstream does not support selectors there for authz).
-        if matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") && !watch_via_path
-        {
+        if matches!(info.verb.as_str(), "list" | "watch" | "deletecollection") && !watch_via_path {
             if let Some(v) = first(&query, "labelSelector") {
                 info.label_selector = v.to_string();
             }
@@ -327,7 +326,8 @@ fn unescape_field_value(value: &str) -> Result<String, InvalidSelector> {
     Ok(out)
 }
 
-const LABEL_KEY: &str = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9.]*[A-Za-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?";
+const LABEL_KEY: &str =
+    r"(?:[A-Za-z0-9](?:[-A-Za-z0-9.]*[A-Za-z0-9])?/)?[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?";
 const LABEL_VALUE: &str = r"(?:[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?)?";
 
 static LABEL_REQUIREMENT: LazyLock<Option<Regex>> = LazyLock::new(|| {

@@ -5,11 +5,15 @@
 //! ([`Next`]) and produces the response. [`FilterLayer`] turns a filter into a tower layer.
 
 pub mod body_guard;
+pub mod cache_control;
+pub mod goaway;
+pub mod hsts;
 pub mod httplog;
 pub mod mux_discovery_complete;
 pub mod panic_recovery;
 pub mod request_info;
 pub mod request_received;
+pub mod retry_after;
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -14,6 +14,8 @@ pub mod panic_recovery;
 pub mod request_info;
 pub mod request_received;
 pub mod retry_after;
+pub mod waitgroup;
+pub mod watch_termination;
 
 use std::convert::Infallible;
 use std::future::Future;

@@ -11,10 +11,13 @@ pub mod hsts;
 pub mod httplog;
 pub mod mux_discovery_complete;
 pub mod panic_recovery;
+pub mod request_deadline;
 pub mod request_info;
 pub mod request_received;
 pub mod retry_after;
+pub mod timeout;
 pub mod waitgroup;
+pub mod warning;
 pub mod watch_termination;
 
 use std::convert::Infallible;

@@ -6,9 +6,11 @@
 
 pub mod body_guard;
 pub mod cache_control;
+pub mod cors;
 pub mod goaway;
 pub mod hsts;
 pub mod httplog;
+pub mod max_inflight;
 pub mod mux_discovery_complete;
 pub mod panic_recovery;
 pub mod request_deadline;

@@ -21,8 +21,9 @@ impl CacheControl {
 
 impl Filter for CacheControl {
     fn call(&self, req: Request, next: Next) -> impl Future<Output = Response> + Send + 'static {
+        let response = next.run(req);
         async move {
-            let mut response = next.run(req).await;
+            let mut response = response.await;
             // Upstream sets the default before calling the handler, which may overwrite it;
             // filling it in afterwards when absent is the same.
             response

@@ -58,10 +58,11 @@ impl ProbabilisticGoaway {
 
 impl Filter for ProbabilisticGoaway {
     fn call(&self, req: Request, next: Next) -> impl Future<Output = Response> + Send + 'static {
-        if req.version() == Version::HTTP_2 && self.decider.goaway(&req) {
-            if let Some(conn) = req.extensions().get::<ConnectionInfo>() {
-                conn.close_connection.cancel();
-            }
+        if req.version() == Version::HTTP_2
+            && self.decider.goaway(&req)
+            && let Some(conn) = req.extensions().get::<ConnectionInfo>()
+        {
+            conn.close_connection.cancel();
         }
         next.run(req)
     }

@@ -104,6 +104,7 @@ mod tests {
     }
 
     #[tokio::test]
+    #[allow(clippy::type_complexity)] // a test table
     async fn with_retry_after() {
         let fired = Signal::new("NotAcceptingNewRequest");
         fired.fire();

@@ -124,10 +124,10 @@ impl RequestInfoResolver {
         if info.name.is_empty() && info.verb == "get" {
             let options = ListOptionsView::decode(&query);
             info.verb = if options.watch { "watch" } else { "list" }.to_string();
-            if let Some(name) = options.field_name {
-                if is_valid_path_segment_name(&name) {
-                    info.name = name;
-                }
+            if let Some(name) = options.field_name
+                && is_valid_path_segment_name(&name)
+            {
+                info.name = name;
             }
         }
         if info.name.is_empty() && info.verb == "delete" {
@@ -160,16 +160,17 @@ impl ListOptionsView {
         let watch = first(query, "watch").is_some_and(go_bool);
         let decoded: Result<Option<String>, ()> = (|| {
             for key in ["timeoutSeconds", "limit"] {
-                if let Some(v) = first(query, key) {
-                    if !v.is_empty() && v.parse::<i64>().is_err() {
-                        return Err(());
-                    }
-                }
-            }
-            if let Some(v) = first(query, "labelSelector") {
-                if !is_valid_label_selector(v) {
+                if let Some(v) = first(query, key)
+                    && !v.is_empty()
+                    && v.parse::<i64>().is_err()
+                {
                     return Err(());
                 }
+            }
+            if let Some(v) = first(query, "labelSelector")
+                && !is_valid_label_selector(v)
+            {
+                return Err(());
             }
             match first(query, "fieldSelector") {
                 Some(v) => field_selector_exact_match(v, "metadata.name"),
@@ -407,6 +408,7 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::type_complexity)] // a test table
     fn get_api_request_info() {
         #[rustfmt::skip]
         let cases: &[(&str, &str, &str, &str, &str, &str, &str, &str, &str, &str, &str)] = &[

@@ -182,6 +182,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::type_complexity)] // a test table
     fn recorder_add_warning() {
         let cases: Vec<(&str, Vec<(&str, &str)>, Vec<&str>)> = vec![
             ("empty", vec![], vec![]),

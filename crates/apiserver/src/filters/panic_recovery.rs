@@ -200,4 +200,50 @@ mod tests {
         let resp = svc.oneshot(get()).await.unwrap();
         assert!(resp.into_body().collect().await.is_err());
     }
+
+    /// Like upstream's `TestPropogatingPanic`: over a real HTTP/1.1 connection the client sees
+    /// a transport error, not a response it could mistake for success.
+    #[tokio::test]
+    async fn client_observes_transport_error_over_http1() {
+        use hyper_util::rt::TokioIo;
+        use hyper_util::service::TowerToHyperService;
+
+        let svc = FilterLayer::new(PanicRecovery::new()).layer(service_fn(|_r: Request| async {
+            if true {
+                panic!("boom");
+            }
+            http::Response::new(full("unreachable"))
+        }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Served in this task (joined below) rather than spawned: the boxed service's
+        // connection future is not provably Send to rustc.
+        let server = async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let service = TowerToHyperService::new(svc.map_request(
+                |req: http::Request<hyper::body::Incoming>| req.map(crate::body::boxed),
+            ));
+            let _ = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        };
+        let client = async move {
+            let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            let req = http::Request::get("/api/v1/pods")
+                .header("host", "localhost")
+                .body(http_body_util::Empty::<Bytes>::new())
+                .unwrap();
+            let outcome = match sender.send_request(req).await {
+                Err(_) => Err(()),
+                Ok(resp) => resp.into_body().collect().await.map(|_| ()).map_err(|_| ()),
+            };
+            outcome
+        };
+        let ((), outcome) = tokio::join!(server, client);
+        assert!(outcome.is_err(), "client must observe a transport error");
+    }
 }

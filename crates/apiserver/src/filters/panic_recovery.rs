@@ -237,11 +237,10 @@ mod tests {
                 .header("host", "localhost")
                 .body(http_body_util::Empty::<Bytes>::new())
                 .unwrap();
-            let outcome = match sender.send_request(req).await {
+            match sender.send_request(req).await {
                 Err(_) => Err(()),
                 Ok(resp) => resp.into_body().collect().await.map(|_| ()).map_err(|_| ()),
-            };
-            outcome
+            }
         };
         let ((), outcome) = tokio::join!(server, client);
         assert!(outcome.is_err(), "client must observe a transport error");

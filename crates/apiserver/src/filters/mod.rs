@@ -4,6 +4,24 @@
 //! A filter implements [`Filter`]: it receives the request and the rest of the chain
 //! ([`Next`]) and produces the response. [`FilterLayer`] turns a filter into a tower layer.
 
+pub mod body_guard;
+pub mod cache_control;
+pub mod cors;
+pub mod goaway;
+pub mod hsts;
+pub mod httplog;
+pub mod max_inflight;
+pub mod mux_discovery_complete;
+pub mod panic_recovery;
+pub mod request_deadline;
+pub mod request_info;
+pub mod request_received;
+pub mod retry_after;
+pub mod timeout;
+pub mod waitgroup;
+pub mod warning;
+pub mod watch_termination;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -44,11 +62,19 @@ impl Next {
     }
 
     /// Passes the request on and returns the response.
-    pub async fn run(self, req: Request) -> Response {
-        match self.0.oneshot(req).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        }
+    ///
+    /// Returns a boxed future: an `async fn` here makes rustc fail to prove `Send` for filters'
+    /// futures ("implementation of `Service` is not general enough", a known higher-ranked
+    /// lifetime limitation with `dyn Error` request bodies).
+    pub fn run(self, req: Request) -> ResponseFuture {
+        let oneshot: Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>> =
+            Box::pin(self.0.oneshot(req));
+        Box::pin(async move {
+            match oneshot.await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            }
+        })
     }
 }
 

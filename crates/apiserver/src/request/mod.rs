@@ -18,6 +18,7 @@ use std::time::{Instant, SystemTime};
 use rustls_pki_types::CertificateDer;
 use tokio_util::sync::CancellationToken;
 
+pub mod requestinfo;
 pub mod warning;
 
 /// The parsed meaning of a request path (`k8s.io/apiserver/pkg/endpoints/request.RequestInfo`).

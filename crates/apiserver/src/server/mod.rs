@@ -8,3 +8,4 @@ pub mod lifecycle;
 pub mod loopback;
 pub mod mux;
 pub mod routes;
+pub mod waitgroup;

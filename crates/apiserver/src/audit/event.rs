@@ -11,6 +11,7 @@ use serde_json::value::RawValue;
 use super::level::{Level, Stage};
 use super::policy::AuditAttributes;
 use crate::request::{ConnectionInfo, UserInfo};
+use crate::status::StatusDetails;
 
 /// The longest user agent recorded; longer ones are cut and marked.
 pub const MAX_USER_AGENT_LENGTH: usize = 1024;
@@ -137,9 +138,9 @@ pub struct ResponseStatus {
     /// The reason of a failure.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub reason: String,
-    /// Status details, verbatim.
+    /// Status details (re-encoded in Go's field order).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<serde_json::Value>,
+    pub details: Option<StatusDetails>,
     /// The HTTP status code.
     #[serde(default)]
     pub code: u16,
@@ -168,7 +169,7 @@ impl ResponseStatus {
             #[serde(default)]
             reason: String,
             #[serde(default)]
-            details: Option<serde_json::Value>,
+            details: Option<StatusDetails>,
             #[serde(default)]
             code: u16,
         }

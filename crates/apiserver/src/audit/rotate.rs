@@ -182,7 +182,7 @@ impl RotatingFile {
                 Some((entry.path(), time))
             })
             .collect();
-        backups.sort_by(|a, b| b.1.cmp(&a.1));
+        backups.sort_by_key(|b| std::cmp::Reverse(b.1));
         backups
     }
 

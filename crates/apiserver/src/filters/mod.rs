@@ -4,6 +4,9 @@
 //! A filter implements [`Filter`]: it receives the request and the rest of the chain
 //! ([`Next`]) and produces the response. [`FilterLayer`] turns a filter into a tower layer.
 
+pub mod audit;
+pub mod audit_init;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;

@@ -297,7 +297,7 @@ pub fn source_ips(parts: &http::request::Parts) -> Vec<IpAddr> {
         .extensions
         .get::<ConnectionInfo>()
         .and_then(|c| c.remote_addr)
-        .map(|a| a.ip());
+        .map(|a| a.ip().to_canonical());
     if let Some(ip) = remote
         && ips.last() != Some(&ip)
     {
@@ -350,6 +350,78 @@ pub fn compact_json(bytes: &[u8]) -> Option<Box<RawValue>> {
     }
     let text = String::from_utf8(out).ok()?;
     RawValue::from_string(text).ok()
+}
+
+/// A JSON object whose members keep their order (serde_json's map would sort them).
+struct OrderedObject(Vec<(String, Box<RawValue>)>);
+
+impl<'de> Deserialize<'de> for OrderedObject {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = OrderedObject;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<OrderedObject, A::Error> {
+                let mut members = Vec::new();
+                while let Some(entry) = map.next_entry::<String, Box<RawValue>>()? {
+                    members.push(entry);
+                }
+                Ok(OrderedObject(members))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+impl Serialize for OrderedObject {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+/// The object (or each item of a list) without `metadata.managedFields`, for rules with
+/// `omitManagedFields`. Anything that is not an object is returned unchanged.
+pub fn strip_managed_fields(raw: Box<RawValue>) -> Box<RawValue> {
+    let Ok(mut object) = serde_json::from_str::<OrderedObject>(raw.get()) else {
+        return raw;
+    };
+    let mut changed = false;
+    for (key, value) in object.0.iter_mut() {
+        if key == "metadata"
+            && let Ok(mut metadata) = serde_json::from_str::<OrderedObject>(value.get())
+        {
+            let before = metadata.0.len();
+            metadata.0.retain(|(k, _)| k != "managedFields");
+            if metadata.0.len() != before
+                && let Ok(v) = serde_json::value::to_raw_value(&metadata)
+            {
+                *value = v;
+                changed = true;
+            }
+        } else if key == "items"
+            && let Ok(items) = serde_json::from_str::<Vec<Box<RawValue>>>(value.get())
+        {
+            let items: Vec<Box<RawValue>> = items.into_iter().map(strip_managed_fields).collect();
+            if let Ok(v) = serde_json::value::to_raw_value(&items) {
+                *value = v;
+                changed = true;
+            }
+        }
+    }
+    if !changed {
+        return raw;
+    }
+    serde_json::value::to_raw_value(&object).unwrap_or(raw)
 }
 
 #[cfg(test)]
@@ -470,6 +542,28 @@ mod tests {
         let mut s = ResponseStatus::code(200);
         s.merge_status_body(br#"{"kind":"Pod"}"#);
         assert_eq!(s, ResponseStatus::code(200));
+    }
+
+    #[test]
+    fn managed_fields_are_stripped_in_order() {
+        let raw = compact_json(
+            br#"{"kind":"Pod","metadata":{"name":"a","managedFields":[{"manager":"x"}],"uid":"u"},"spec":{}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            strip_managed_fields(raw).get(),
+            r#"{"kind":"Pod","metadata":{"name":"a","uid":"u"},"spec":{}}"#
+        );
+        let list = compact_json(
+            br#"{"kind":"PodList","items":[{"metadata":{"managedFields":[],"name":"b"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            strip_managed_fields(list).get(),
+            r#"{"kind":"PodList","items":[{"metadata":{"name":"b"}}]}"#
+        );
+        let other = compact_json(b"[1,2]").unwrap();
+        assert_eq!(strip_managed_fields(other).get(), "[1,2]");
     }
 
     #[test]

@@ -97,3 +97,61 @@ impl Backend for LogBackend {
         format!("log({})", self.target)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::buffered::tests::event;
+
+    #[test]
+    fn writes_json_lines_and_rotates() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let line_len = event(0).to_json().unwrap().len() as u64 + 1;
+        let backend = LogBackend::new(
+            path.to_str().unwrap(),
+            RotationConfig {
+                max_size_bytes: line_len * 2,
+                max_backups: 2,
+                max_age_days: 0,
+            },
+        )
+        .unwrap();
+        for i in 0..10 {
+            assert!(backend.process_events(&[event(i)]));
+        }
+        let current = std::fs::read_to_string(&path).unwrap();
+        let ids: Vec<String> = current
+            .lines()
+            .map(|l| serde_json::from_str::<Event>(l).unwrap().audit_id)
+            .collect();
+        assert_eq!(ids, ["id-8", "id-9"]);
+        let mut files: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(files.len(), 3, "{files:?}");
+        for name in &files[..2] {
+            assert!(
+                name.starts_with("audit-") && name.ends_with(".log"),
+                "{name}"
+            );
+            let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+            assert_eq!(text.lines().count(), 2);
+        }
+    }
+
+    #[test]
+    fn bad_path_fails_at_startup() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let err = LogBackend::new(
+            file.join("audit.log").to_str().unwrap(),
+            RotationConfig::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, AuditError::Log { .. }), "{err}");
+    }
+}

@@ -30,7 +30,9 @@ use http_body_util::{BodyExt, BodyStream, StreamBody};
 use super::audit_init::run_next;
 use super::{Filter, Next};
 use crate::audit::auditor::apply_context;
-use crate::audit::event::{ResponseStatus, compact_json, is_json_content_type};
+use crate::audit::event::{
+    ResponseStatus, compact_json, is_json_content_type, strip_managed_fields,
+};
 use crate::audit::policy::AuditAttributes;
 use crate::audit::{AuditContext, Auditor, Event, Level, Stage};
 use crate::body::{Body, BoxError, Request, Response, boxed, full, go_http_error};
@@ -107,7 +109,13 @@ async fn audit(auditor: Arc<Auditor>, req: Request, next: Next) -> Response {
     {
         let (body, captured) = capture_request_body(body, MAX_REQUEST_CAPTURE).await;
         if let Some(bytes) = captured.filter(|b| !b.is_empty()) {
-            event.request_object = compact_json(&bytes);
+            event.request_object = compact_json(&bytes).map(|raw| {
+                if config.omit_managed_fields {
+                    strip_managed_fields(raw)
+                } else {
+                    raw
+                }
+            });
         }
         body
     } else {
@@ -146,8 +154,12 @@ async fn audit(auditor: Arc<Auditor>, req: Request, next: Next) -> Response {
         None
     } else if config.level.at_least(Level::RequestResponse) {
         Some(MAX_RESPONSE_CAPTURE)
-    } else {
+    } else if code >= 300 || event.verb.starts_with("delete") {
+        // Only failures and deletes answer with a Status worth copying; other bodies are
+        // not inspected at this level.
         Some(MAX_STATUS_CAPTURE)
+    } else {
+        None
     };
     let completion = Completion {
         auditor,
@@ -155,6 +167,7 @@ async fn audit(auditor: Arc<Auditor>, req: Request, next: Next) -> Response {
         omit_stages: config.omit_stages,
         context,
         record_response: config.level.at_least(Level::RequestResponse),
+        omit_managed_fields: config.omit_managed_fields,
         capture: capture_limit.map(|limit| Capture {
             buf: BytesMut::new(),
             limit,
@@ -254,6 +267,7 @@ struct Completion {
     omit_stages: Vec<Stage>,
     context: Arc<AuditContext>,
     record_response: bool,
+    omit_managed_fields: bool,
     capture: Option<Capture>,
 }
 
@@ -280,7 +294,13 @@ impl Completion {
                 status.merge_status_body(&capture.buf);
             }
             if self.record_response {
-                self.event.response_object = compact_json(&capture.buf);
+                self.event.response_object = compact_json(&capture.buf).map(|raw| {
+                    if self.omit_managed_fields {
+                        strip_managed_fields(raw)
+                    } else {
+                        raw
+                    }
+                });
             }
         }
         apply_context(&mut self.event, Some(&self.context));
@@ -641,6 +661,46 @@ mod tests {
         assert!(
             json.contains(r#""responseStatus":{"metadata":{},"status":"Failure","message":"pods \"x\" already exists","reason":"AlreadyExists","details":{"name":"x","kind":"pods"},"code":409}"#),
             "{json}"
+        );
+    }
+
+    #[tokio::test]
+    async fn omit_managed_fields_strips_bodies() {
+        let memory = Arc::new(MemoryBackend::default());
+        let policy = Policy {
+            omit_managed_fields: true,
+            rules: vec![PolicyRule {
+                level: Some(Level::RequestResponse),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let handler = service_fn(|_req: Request| async move {
+            with_content_type(
+                StatusCode::OK,
+                "application/json",
+                r#"{"kind":"Pod","metadata":{"name":"p","managedFields":[{}]}}"#,
+            )
+        });
+        let svc = chain(Auditor::new(policy, memory.clone()), handler);
+        let resp = svc
+            .oneshot(
+                request("PUT", "/api/v1/namespaces/default/pods/p", false)
+                    .header("Content-Type", "application/json")
+                    .body(full(r#"{"metadata":{"managedFields":[],"name":"p"}}"#))
+                    .unwrap(),
+            )
+            .await
+            .unwrap();
+        resp.into_body().collect().await.unwrap();
+        let complete = &memory.events()[1];
+        assert_eq!(
+            complete.request_object.as_ref().unwrap().get(),
+            r#"{"metadata":{"name":"p"}}"#
+        );
+        assert_eq!(
+            complete.response_object.as_ref().unwrap().get(),
+            r#"{"kind":"Pod","metadata":{"name":"p"}}"#
         );
     }
 

@@ -103,7 +103,9 @@ async fn audit(auditor: Arc<Auditor>, req: Request, next: Next) -> Response {
         );
     }
 
+    // Streaming (long-running) requests are never buffered: their bodies may not end.
     let body = if config.level.at_least(Level::Request)
+        && !long_running
         && is_json_content_type(parts.headers.get(http::header::CONTENT_TYPE))
         && content_length(&parts.headers).is_none_or(|n| n <= MAX_REQUEST_CAPTURE as u64)
     {

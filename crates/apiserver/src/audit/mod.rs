@@ -1,7 +1,70 @@
 //! Auditing: policy, events, backends and the audit filters.
+//!
+//! * [`policy`]: the `audit.k8s.io` `Policy` file and the rule evaluator;
+//! * [`event`]: the `audit.k8s.io/v1` `Event` written by backends;
+//! * [`backend`], [`log`], [`rotate`], [`buffered`]: where events go;
+//! * [`auditor`]: the evaluator and backend bundled for the filters, built from the
+//!   `--audit-*` flags.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
+
+use crate::request::UserInfo;
+
+pub mod auditor;
+pub mod backend;
+pub mod buffered;
+pub mod event;
+pub mod level;
+pub mod log;
+pub mod policy;
+pub mod rotate;
+
+pub use auditor::{AuditOptions, Auditor};
+pub use backend::Backend;
+pub use event::Event;
+pub use level::{Level, Stage};
+pub use policy::{Policy, PolicyRuleEvaluator, RequestAuditConfig};
+
+/// Errors of the audit subsystem: loading the policy, opening the log, running the backend.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The policy file could not be read.
+    #[error("failed to read audit policy file {path:?}: {source}")]
+    ReadPolicy {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The policy file could not be decoded or is invalid.
+    #[error("failed decoding audit policy file {path:?}: {message}")]
+    InvalidPolicy {
+        /// The file (or `<bytes>` when decoded from memory).
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An `--audit-log-*` option is invalid.
+    #[error("{0}")]
+    InvalidOption(String),
+    /// The audit log could not be opened or written.
+    #[error("audit log {path:?}: {source}")]
+    Log {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The backend could not be started.
+    #[error("failed to start audit backend {backend}: {message}")]
+    Run {
+        /// The backend's name.
+        backend: String,
+        /// Why.
+        message: String,
+    },
+}
 
 /// The audit state of one request, created by the audit-init filter and stored in the
 /// request's extensions as `Arc<AuditContext>`. Filters and handlers add annotations to it.
@@ -10,6 +73,7 @@ pub struct AuditContext {
     /// The audit ID (the `Audit-ID` request header, or a new UUID).
     pub audit_id: String,
     annotations: Mutex<BTreeMap<String, String>>,
+    impersonated_user: Mutex<Option<UserInfo>>,
 }
 
 impl AuditContext {
@@ -18,6 +82,7 @@ impl AuditContext {
         Arc::new(AuditContext {
             audit_id,
             annotations: Mutex::default(),
+            impersonated_user: Mutex::default(),
         })
     }
 
@@ -37,6 +102,22 @@ impl AuditContext {
             .lock()
             .map(|a| a.clone())
             .unwrap_or_default()
+    }
+
+    /// Records the user the request impersonates (called by the impersonation filter); it
+    /// becomes the event's `impersonatedUser`.
+    pub fn set_impersonated_user(&self, user: UserInfo) {
+        if let Ok(mut slot) = self.impersonated_user.lock() {
+            *slot = Some(user);
+        }
+    }
+
+    /// The impersonated user, if the impersonation filter recorded one.
+    pub fn impersonated_user(&self) -> Option<UserInfo> {
+        self.impersonated_user
+            .lock()
+            .ok()
+            .and_then(|slot| slot.clone())
     }
 }
 

@@ -4,6 +4,8 @@
 //! A filter implements [`Filter`]: it receives the request and the rest of the chain
 //! ([`Next`]) and produces the response. [`FilterLayer`] turns a filter into a tower layer.
 
+pub mod audit;
+pub mod audit_init;
 pub mod body_guard;
 pub mod cache_control;
 pub mod cors;

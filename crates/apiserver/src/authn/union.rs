@@ -33,10 +33,10 @@ impl UnionAuthenticator {
 
 /// The union of `authenticators`; a single one is returned unwrapped, as upstream does.
 pub fn union(mut authenticators: Vec<Arc<dyn Authenticator>>) -> Arc<dyn Authenticator> {
-    if authenticators.len() == 1 {
-        if let Some(only) = authenticators.pop() {
-            return only;
-        }
+    if authenticators.len() == 1
+        && let Some(only) = authenticators.pop()
+    {
+        return only;
     }
     Arc::new(UnionAuthenticator::new(authenticators))
 }

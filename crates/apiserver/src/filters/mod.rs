@@ -15,6 +15,10 @@ use tower::{Layer, Service, ServiceExt};
 
 use crate::body::{Request, Response};
 
+pub mod authentication;
+pub mod authorization;
+pub mod impersonation;
+
 /// A boxed, cloneable HTTP service: a handler, or a handler wrapped in filters.
 pub type HttpService = BoxCloneSyncService<Request, Response, Infallible>;
 
@@ -44,11 +48,19 @@ impl Next {
     }
 
     /// Passes the request on and returns the response.
-    pub async fn run(self, req: Request) -> Response {
-        match self.0.oneshot(req).await {
-            Ok(response) => response,
-            Err(never) => match never {},
-        }
+    ///
+    /// Returns a boxed future: an `async fn` here makes rustc fail to prove `Send` for filters'
+    /// futures ("implementation of `Service` is not general enough", a known higher-ranked
+    /// lifetime limitation with `dyn Error` request bodies).
+    pub fn run(self, req: Request) -> ResponseFuture {
+        let oneshot: Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>> =
+            Box::pin(self.0.oneshot(req));
+        Box::pin(async move {
+            match oneshot.await {
+                Ok(response) => response,
+                Err(never) => match never {},
+            }
+        })
     }
 }
 

@@ -35,6 +35,10 @@ use tower::{Layer, Service, ServiceExt};
 
 use crate::body::{Request, Response};
 
+pub mod authentication;
+pub mod authorization;
+pub mod impersonation;
+
 /// A boxed, cloneable HTTP service: a handler, or a handler wrapped in filters.
 pub type HttpService = BoxCloneSyncService<Request, Response, Infallible>;
 

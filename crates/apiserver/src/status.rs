@@ -162,9 +162,7 @@ impl Status {
     /// Compact JSON followed by one newline, as the default Kubernetes JSON serializer writes.
     pub fn to_json_line(&self) -> Vec<u8> {
         // Serializing a plain struct of strings and integers cannot fail.
-        let mut out = serde_json::to_vec(self).unwrap_or_default();
-        out.push(b'\n');
-        out
+        crate::util::gojson::to_line(self).unwrap_or_default()
     }
 
     /// The HTTP status code this Status carries (500 when out of range).

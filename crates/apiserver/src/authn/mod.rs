@@ -17,6 +17,7 @@ pub mod anonymous;
 pub mod bearertoken;
 pub mod delegating;
 pub mod group;
+pub mod loopback;
 pub mod requestheader;
 pub mod tokenfile;
 pub mod union;
@@ -24,6 +25,7 @@ pub mod websocket;
 pub mod x509;
 
 pub use delegating::{AuthenticatorOptions, build_authenticator};
+pub use loopback::{InsecureSuperuser, with_loopback_token};
 
 /// The extra key under which authenticators record an identifier of the credential used.
 pub const CREDENTIAL_ID_KEY: &str = "authentication.kubernetes.io/credential-id";

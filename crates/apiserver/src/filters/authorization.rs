@@ -201,27 +201,13 @@ pub fn forbidden(attrs: &Attributes, why: &str) -> Response {
 
 /// A Status as a JSON response, escaped the way Go's JSON encoder escapes HTML characters.
 pub(crate) fn status_response(status: &Status) -> Response {
-    let mut response = http::Response::new(full(go_json_escape(status.to_json_line())));
+    let mut response = http::Response::new(full(status.to_json_line()));
     *response.status_mut() = status.http_code();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
     response
-}
-
-/// Go's `encoding/json` writes `<`, `>`, `&`, U+2028 and U+2029 as `\u` escapes. In JSON text
-/// these characters can only occur inside strings, so a textual replacement is exact.
-pub(crate) fn go_json_escape(json: Vec<u8>) -> Vec<u8> {
-    let Ok(text) = String::from_utf8(json) else {
-        return Vec::new();
-    };
-    text.replace('&', "\\u0026")
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
-        .into_bytes()
 }
 
 #[cfg(test)]

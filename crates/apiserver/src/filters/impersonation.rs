@@ -14,6 +14,7 @@ use http::HeaderMap;
 
 use super::authorization::{forbidden, internal_error, request_uri, status_response};
 use super::{Filter, Next};
+use crate::audit::AuditContext;
 use crate::authn::unescape_extra_key;
 use crate::authz::{Attributes, Authorizer, Decision};
 use crate::body::{Request, Response};
@@ -286,6 +287,11 @@ impl Filter for ImpersonationFilter {
                 let user = Arc::new(user);
                 clear_impersonation_headers(req.headers_mut());
                 req.extensions_mut().insert(RequestUser(user.clone()));
+                // The audit filter runs outside this one: it reads the impersonated user from
+                // the shared audit context.
+                if let Some(audit) = req.extensions().get::<Arc<AuditContext>>() {
+                    audit.set_impersonated_user((*user).clone());
+                }
                 req.extensions_mut().insert(ImpersonatedUser(user));
                 Either::Left(next.run(req))
             }

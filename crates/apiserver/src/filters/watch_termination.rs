@@ -13,21 +13,30 @@ use crate::body::{Request, Response};
 use crate::request::{RequestInfo, ServerShutdownSignal};
 use crate::server::lifecycle::Signal;
 use crate::server::waitgroup::RateLimitedSafeWaitGroup;
+use tokio_util::sync::CancellationToken;
 
 /// Adds `watch` requests to the watch wait group until their response stream ended.
 #[derive(Debug, Clone)]
 pub struct WatchTermination {
     wait_group: RateLimitedSafeWaitGroup,
-    not_accepting_new_requests: Signal,
+    shutdown: CancellationToken,
 }
 
 impl WatchTermination {
     /// A filter tracking watches in `wait_group` and handing them `not_accepting_new_requests`
     /// as their [`ServerShutdownSignal`].
     pub fn new(wait_group: RateLimitedSafeWaitGroup, not_accepting_new_requests: Signal) -> Self {
+        Self::with_token(wait_group, not_accepting_new_requests.token())
+    }
+
+    /// A filter handing watches `shutdown` as their [`ServerShutdownSignal`]. With a
+    /// shutdown watch grace period of 0 the server uses a wait group it never waits on and a
+    /// token cancelled when the HTTP server stops, so watches end with the server instead of
+    /// holding its shutdown until the request timeout.
+    pub fn with_token(wait_group: RateLimitedSafeWaitGroup, shutdown: CancellationToken) -> Self {
         WatchTermination {
             wait_group,
-            not_accepting_new_requests,
+            shutdown,
         }
     }
 }
@@ -39,7 +48,7 @@ impl Filter for WatchTermination {
         next: Next,
     ) -> impl Future<Output = Response> + Send + 'static {
         let wait_group = self.wait_group.clone();
-        let token = self.not_accepting_new_requests.token();
+        let token = self.shutdown.clone();
         async move {
             let Some(info) = req.extensions().get::<RequestInfo>() else {
                 return internal_error(&req, "no RequestInfo found in the context");

@@ -1,3 +1,4 @@
 //! Small utilities shared across the crate.
 
 pub mod duration;
+pub mod gojson;

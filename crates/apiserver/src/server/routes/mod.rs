@@ -11,15 +11,7 @@ pub mod version;
 /// Serializes `value` as Go's `json.MarshalIndent(v, "", "  ")` does: 2-space indentation, no
 /// trailing newline, and `<`, `>`, `&`, U+2028, U+2029 escaped (Go's HTML-safe encoding).
 pub fn go_indented_json<T: serde::Serialize>(value: &T) -> Result<String, serde_json::Error> {
-    let text = serde_json::to_string_pretty(value)?;
-    // These characters only ever appear inside JSON strings, so replacing them everywhere is
-    // the same as escaping them in strings.
-    Ok(text
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029"))
+    crate::util::gojson::to_indented(value)
 }
 
 /// Upstream `responsewriters.WriteRawJSON`: `code`, `application/json`, indented JSON.

@@ -1,3 +1,4 @@
 //! The generic API server: configuration, life cycle, hooks, health, routing and serving.
 
 pub mod lifecycle;
+pub mod serving;

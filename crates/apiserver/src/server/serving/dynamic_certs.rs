@@ -245,6 +245,12 @@ impl DynamicCertificates {
         Arc::new(config)
     }
 
+    /// The certificate served without SNI (tests).
+    #[cfg(test)]
+    pub(crate) fn default_cert(&self) -> Option<Arc<CertifiedKey>> {
+        self.current.load().certs.select(None, None)
+    }
+
     /// The client CA handle, if configured.
     pub(crate) fn client_ca(&self) -> Option<DynamicClientCa> {
         self.client_ca.clone()

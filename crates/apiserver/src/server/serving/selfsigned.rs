@@ -217,7 +217,7 @@ mod tests {
         let now = rustls_pki_types::UnixTime::now();
         ee.verify_for_usage(
             webpki::ALL_VERIFICATION_ALGS,
-            &[anchor.clone()],
+            std::slice::from_ref(&anchor),
             &[],
             now,
             webpki::KeyUsage::server_auth(),

@@ -44,7 +44,14 @@ pub(crate) struct ConnShared {
     pub(crate) stop: CancellationToken,
     h1: auto::Builder<TokioExecutor>,
     h2: auto::Builder<TokioExecutor>,
-    idle_timeout: Duration,
+    timeouts: Timeouts,
+}
+
+/// Go's `IdleTimeout` and `ReadHeaderTimeout`.
+#[derive(Clone, Copy, Debug)]
+struct Timeouts {
+    idle: Duration,
+    read_header: Duration,
 }
 
 impl ConnShared {
@@ -53,7 +60,10 @@ impl ConnShared {
         let mut h1 = auto::Builder::new(TokioExecutor::new()).http1_only();
         h1.http1()
             .timer(TokioTimer::new())
-            .header_read_timeout(READ_HEADER_TIMEOUT)
+            // hyper's header timer also runs while a keep-alive connection waits for its next
+            // request, which would cut idle connections at 32s instead of Go's 90s; the
+            // connection driver below implements both timeouts the Go way instead.
+            .header_read_timeout(None)
             .max_buf_size(MAX_HEADER_BYTES)
             // Go limits header bytes, not their count; hyper's default of 100 is too low for
             // requests with many impersonation extras.
@@ -77,42 +87,94 @@ impl ConnShared {
             stop,
             h1,
             h2,
-            idle_timeout: IDLE_TIMEOUT,
+            timeouts: Timeouts {
+                idle: IDLE_TIMEOUT,
+                read_header: READ_HEADER_TIMEOUT,
+            },
         }
     }
 
     #[cfg(test)]
-    pub(crate) fn with_idle_timeout(mut self, idle: Duration) -> Self {
-        self.idle_timeout = idle;
+    pub(crate) fn with_timeouts(mut self, idle: Duration, read_header: Duration) -> Self {
+        self.timeouts = Timeouts { idle, read_header };
         self
     }
 }
 
-/// Counts requests in flight on a connection and when it last became idle (Go's IdleTimeout).
+/// When the connection's timers run out.
+#[derive(Debug)]
+struct Timers {
+    /// When the last request finished (or the connection opened).
+    idle_since: Instant,
+    /// Set while an HTTP/1 request head is expected: from the connection start, and from the
+    /// first byte after an idle period, until the request reaches the handler.
+    head_deadline: Option<Instant>,
+}
+
+/// Counts requests in flight on a connection and drives the idle and header timeouts.
 #[derive(Debug)]
 struct Activity {
     active: AtomicUsize,
-    idle_since: Mutex<Instant>,
+    timers: Mutex<Timers>,
     changed: Notify,
+    timeouts: Timeouts,
+}
+
+/// What the connection driver waits for next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Deadline {
+    /// The request head did not arrive in time: drop the connection (Go closes it silently).
+    Head(Instant),
+    /// No request for the idle timeout: close gracefully.
+    Idle(Instant),
 }
 
 impl Activity {
+    fn new(timeouts: Timeouts, expect_head: bool) -> Self {
+        let now = Instant::now();
+        Activity {
+            active: AtomicUsize::new(0),
+            timers: Mutex::new(Timers {
+                idle_since: now,
+                head_deadline: expect_head.then(|| now + timeouts.read_header),
+            }),
+            changed: Notify::new(),
+            timeouts,
+        }
+    }
+
+    fn timers(&self) -> std::sync::MutexGuard<'_, Timers> {
+        self.timers.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn start(self: &Arc<Self>) -> ActivityGuard {
         self.active.fetch_add(1, Ordering::SeqCst);
+        self.timers().head_deadline = None;
         ActivityGuard(self.clone())
     }
 
-    /// When the connection may be closed as idle, `None` while requests are in flight.
-    fn idle_deadline(&self, idle: Duration) -> Option<Instant> {
+    /// Bytes arrived: on an idle HTTP/1 connection they begin the next request head.
+    fn bytes_read(&self) {
+        if self.active.load(Ordering::SeqCst) > 0 {
+            return;
+        }
+        let mut timers = self.timers();
+        if timers.head_deadline.is_none() {
+            timers.head_deadline = Some(Instant::now() + self.timeouts.read_header);
+            drop(timers);
+            self.changed.notify_one();
+        }
+    }
+
+    fn next_deadline(&self) -> Option<Deadline> {
+        let timers = self.timers();
+        if let Some(at) = timers.head_deadline {
+            return Some(Deadline::Head(at));
+        }
         if self.active.load(Ordering::SeqCst) > 0 {
             return None;
         }
-        let since = self
-            .idle_since
-            .lock()
-            .map(|g| *g)
-            .unwrap_or_else(|p| *p.into_inner());
-        Some(since + idle)
+        Some(Deadline::Idle(timers.idle_since + self.timeouts.idle))
     }
 }
 
@@ -122,11 +184,63 @@ struct ActivityGuard(Arc<Activity>);
 impl Drop for ActivityGuard {
     fn drop(&mut self) {
         if self.0.active.fetch_sub(1, Ordering::SeqCst) == 1 {
-            if let Ok(mut since) = self.0.idle_since.lock() {
-                *since = Instant::now();
-            }
+            self.0.timers().idle_since = Instant::now();
             self.0.changed.notify_one();
         }
+    }
+}
+
+/// The connection's IO, reporting reads to [`Activity`] (HTTP/1 only).
+struct TimedIo<I> {
+    inner: I,
+    activity: Option<Arc<Activity>>,
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for TimedIo<I> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let result = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if buf.filled().len() > before
+            && let Some(activity) = &this.activity
+        {
+            activity.bytes_read();
+        }
+        result
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for TimedIo<I> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
     }
 }
 
@@ -181,6 +295,16 @@ fn asks_close(value: &HeaderValue) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether the driver must wake at `deadline` (an idle deadline no longer matters once the
+/// connection is closing).
+fn armed(deadline: Option<Deadline>, closing: bool) -> bool {
+    match deadline {
+        Some(Deadline::Head(_)) => true,
+        Some(Deadline::Idle(_)) => !closing,
+        None => false,
+    }
+}
+
 /// Serves HTTP on `io` until the connection ends. Returns when the peer closed, the server
 /// stopped (after in-flight requests finished) or the connection was idle too long.
 pub(crate) async fn serve_connection<I>(
@@ -191,11 +315,9 @@ pub(crate) async fn serve_connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let activity = Arc::new(Activity {
-        active: AtomicUsize::new(0),
-        idle_since: Mutex::new(Instant::now()),
-        changed: Notify::new(),
-    });
+    let is_h1 = protocol == Protocol::Http1;
+    // Go's ReadHeaderTimeout only concerns HTTP/1 request heads; IdleTimeout both protocols.
+    let activity = Arc::new(Activity::new(shared.timeouts, is_h1));
     let close = info.close_connection.clone();
     let handler = shared.handler.clone();
     let svc_activity = activity.clone();
@@ -232,11 +354,19 @@ pub(crate) async fn serve_connection<I>(
         Protocol::Http1 => &shared.h1,
         Protocol::Http2 => &shared.h2,
     };
+    let io = TimedIo {
+        inner: io,
+        activity: is_h1.then(|| activity.clone()),
+    };
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(conn);
     let mut closing = false;
     loop {
-        let idle_at = activity.idle_deadline(shared.idle_timeout);
+        let deadline = activity.next_deadline();
+        let wake_at = match deadline {
+            Some(Deadline::Head(at) | Deadline::Idle(at)) => at,
+            None => Instant::now(),
+        };
         tokio::select! {
             result = conn.as_mut() => {
                 if let Err(e) = result {
@@ -252,11 +382,18 @@ pub(crate) async fn serve_connection<I>(
                 conn.as_mut().graceful_shutdown();
                 closing = true;
             }
-            _ = activity.changed.notified(), if !closing => {}
-            _ = tokio::time::sleep_until(idle_at.unwrap_or_else(Instant::now)), if !closing && idle_at.is_some() => {
-                if activity.idle_deadline(shared.idle_timeout).is_some_and(|at| at <= Instant::now()) {
-                    conn.as_mut().graceful_shutdown();
-                    closing = true;
+            _ = activity.changed.notified() => {}
+            _ = tokio::time::sleep_until(wake_at), if armed(deadline, closing) => {
+                match activity.next_deadline() {
+                    Some(Deadline::Head(at)) if at <= Instant::now() => {
+                        tracing::debug!("closing connection: request header not received in time");
+                        return;
+                    }
+                    Some(Deadline::Idle(at)) if at <= Instant::now() && !closing => {
+                        conn.as_mut().graceful_shutdown();
+                        closing = true;
+                    }
+                    _ => {}
                 }
             }
         }

@@ -1063,11 +1063,14 @@ async fn startup_errors_are_returned_before_serving() {
     assert!(matches!(err, ServeError::Bind { .. }), "{err}");
 }
 
-#[tokio::test]
-async fn idle_http1_connections_are_closed() {
+/// Serves one HTTP/1 connection over an in-memory pipe with short timeouts.
+fn h1_over_pipe(
+    idle: Duration,
+    read_header: Duration,
+) -> (tokio::io::DuplexStream, tokio::task::JoinHandle<()>) {
     let shared = Arc::new(
         super::conn::ConnShared::new(handler(Steering::default()), CancellationToken::new(), 100)
-            .with_idle_timeout(Duration::from_millis(100)),
+            .with_timeouts(idle, read_header),
     );
     let (client_io, server_io) = tokio::io::duplex(64 << 10);
     let server = tokio::spawn(super::conn::serve_connection(
@@ -1076,6 +1079,12 @@ async fn idle_http1_connections_are_closed() {
         ConnectionInfo::local(),
         shared,
     ));
+    (client_io, server)
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_http1_connections_are_closed_after_the_idle_timeout_not_the_header_timeout() {
+    let (client_io, server) = h1_over_pipe(Duration::from_secs(90), Duration::from_secs(32));
     let (mut sender, conn) =
         hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(TokioIo::new(client_io))
             .await
@@ -1085,14 +1094,53 @@ async fn idle_http1_connections_are_closed() {
         sender.send_request(get("/")).await.unwrap().status(),
         StatusCode::OK
     );
+    // Idle for longer than the header timeout (virtual time): still usable.
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(
+        sender.send_request(get("/")).await.unwrap().status(),
+        StatusCode::OK
+    );
+    let idle_from = tokio::time::Instant::now();
     // With no request in flight, the server closes the connection after the idle timeout.
-    tokio::time::timeout(DEADLINE, server)
+    server.await.unwrap();
+    client.await.unwrap().unwrap();
+    let idle_for = idle_from.elapsed();
+    assert!(
+        idle_for >= Duration::from_secs(90) && idle_for < Duration::from_secs(91),
+        "{idle_for:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn slow_request_heads_are_cut_off() {
+    // The first request head must arrive within the header timeout of the connection start.
+    let (mut client_io, server) = h1_over_pipe(Duration::from_secs(90), Duration::from_secs(32));
+    let started = tokio::time::Instant::now();
+    client_io
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n")
         .await
-        .unwrap()
         .unwrap();
-    tokio::time::timeout(DEADLINE, client)
+    server.await.unwrap();
+    assert!(
+        started.elapsed() >= Duration::from_secs(32) && started.elapsed() < Duration::from_secs(33)
+    );
+
+    // After an idle period, the timer starts with the first byte of the next head.
+    let (mut client_io, server) = h1_over_pipe(Duration::from_secs(90), Duration::from_secs(32));
+    client_io
+        .write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         .await
-        .unwrap()
-        .unwrap()
         .unwrap();
+    let mut buf = vec![0u8; 4096];
+    let n = client_io.read(&mut buf).await.unwrap();
+    assert!(buf[..n].starts_with(b"HTTP/1.1 200 OK"));
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    let partial_at = tokio::time::Instant::now();
+    client_io.write_all(b"GET / HT").await.unwrap();
+    server.await.unwrap();
+    let waited = partial_at.elapsed();
+    assert!(
+        waited >= Duration::from_secs(32) && waited < Duration::from_secs(33),
+        "{waited:?}"
+    );
 }

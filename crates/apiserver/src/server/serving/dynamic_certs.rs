@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::sni::{NamedCerts, SniEntry, SniResolver, derived_names};
 use super::tls::TlsBase;
-use super::{CertKeyFiles, ServeError, SniCertKey};
+use super::{CertKeyFiles, ServeError, SniCertKey, StaticSniCert};
 use crate::authn::ClientCaSource;
 
 /// The client CA bundle, kept current from its file while serving. Hand a clone to the x509
@@ -94,6 +94,8 @@ pub(crate) struct Snapshot {
 pub(crate) struct DynamicCertificates {
     serving_files: Option<CertKeyFiles>,
     sni_files: Vec<SniCertKey>,
+    /// In-memory SNI certificates; they precede the file-based ones.
+    static_sni: Vec<SniEntry>,
     client_ca: Option<DynamicClientCa>,
     base: TlsBase,
     state: Mutex<State>,
@@ -139,6 +141,16 @@ fn load_pair(
             format!("empty key file {}", key.display()),
         ));
     }
+    parse_pair(name, cert_pem, key_pem, base).map(Some)
+}
+
+/// Parses a PEM certificate chain and key, checking that they belong together.
+fn parse_pair(
+    name: &str,
+    cert_pem: Vec<u8>,
+    key_pem: Vec<u8>,
+    base: &TlsBase,
+) -> Result<LoadedPair, ServeError> {
     let chain = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| cert_error(name, format!("failed to parse certificate: {e}")))?;
@@ -159,12 +171,12 @@ fn load_pair(
     let key = CertifiedKey::new(chain, signing);
     key.keys_match()
         .map_err(|e| cert_error(name, format!("private key does not match certificate: {e}")))?;
-    Ok(Some(LoadedPair {
+    Ok(LoadedPair {
         cert_pem,
         key_pem,
         key: Arc::new(key),
         derived_names: derived,
-    }))
+    })
 }
 
 /// Reads and parses a CA bundle; `Ok(None)` when the bytes equal `previous`.
@@ -197,13 +209,31 @@ impl DynamicCertificates {
     /// Loads every file once; any failure is fatal here (upstream primes with `RunOnce`).
     pub(crate) fn load(
         serving_files: Option<CertKeyFiles>,
+        static_sni: Vec<StaticSniCert>,
         sni_files: Vec<SniCertKey>,
         client_ca: Option<DynamicClientCa>,
         base: TlsBase,
     ) -> Result<Arc<Self>, ServeError> {
-        if serving_files.is_none() && sni_files.is_empty() {
+        if serving_files.is_none() && sni_files.is_empty() && static_sni.is_empty() {
             return Err(ServeError::NoCertificate);
         }
+        let static_sni = static_sni
+            .into_iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let pair = parse_pair(
+                    &format!("static-sni-cert-{i}"),
+                    c.cert_pem,
+                    c.key_pem,
+                    &base,
+                )?;
+                Ok(SniEntry {
+                    key: pair.key,
+                    explicit_names: c.names,
+                    derived_names: pair.derived_names,
+                })
+            })
+            .collect::<Result<Vec<_>, ServeError>>()?;
         let mut state = State::default();
         if let Some(files) = &serving_files {
             let name = pair_name("serving-cert", &files.cert, &files.key);
@@ -218,13 +248,14 @@ impl DynamicCertificates {
         if let Some(ca) = &client_ca {
             state.ca = load_ca(ca.path(), None)?;
         }
-        let snapshot = build_snapshot(&base, &state, &sni_files)?;
+        let snapshot = build_snapshot(&base, &state, &static_sni, &sni_files)?;
         if let (Some(handle), Some(loaded)) = (&client_ca, &state.ca) {
             handle.store(loaded.certs.clone());
         }
         Ok(Arc::new(DynamicCertificates {
             serving_files,
             sni_files,
+            static_sni,
             client_ca,
             base,
             state: Mutex::new(state),
@@ -316,7 +347,7 @@ impl DynamicCertificates {
         if !changed {
             return false;
         }
-        match build_snapshot(&self.base, &next, &self.sni_files) {
+        match build_snapshot(&self.base, &next, &self.static_sni, &self.sni_files) {
             Ok(snapshot) => {
                 self.current.store(Arc::new(snapshot));
                 if ca_changed && let (Some(handle), Some(loaded)) = (&self.client_ca, &next.ca) {
@@ -440,19 +471,25 @@ impl DynamicCertificates {
 fn build_snapshot(
     base: &TlsBase,
     state: &State,
+    static_sni: &[SniEntry],
     sni_files: &[SniCertKey],
 ) -> Result<Snapshot, ServeError> {
-    let sni: Vec<SniEntry> = state
-        .sni
+    let sni: Vec<SniEntry> = static_sni
         .iter()
-        .zip(sni_files)
-        .filter_map(|(loaded, files)| {
-            loaded.as_ref().map(|pair| SniEntry {
-                key: pair.key.clone(),
-                explicit_names: files.names.clone(),
-                derived_names: pair.derived_names.clone(),
-            })
-        })
+        .cloned()
+        .chain(
+            state
+                .sni
+                .iter()
+                .zip(sni_files)
+                .filter_map(|(loaded, files)| {
+                    loaded.as_ref().map(|pair| SniEntry {
+                        key: pair.key.clone(),
+                        explicit_names: files.names.clone(),
+                        derived_names: pair.derived_names.clone(),
+                    })
+                }),
+        )
         .collect();
     let certs = Arc::new(NamedCerts::new(
         state.serving.as_ref().map(|p| p.key.clone()),

@@ -101,6 +101,18 @@ impl SniCertKey {
     }
 }
 
+/// An SNI certificate held in memory (upstream's static SNI provider), e.g. the loopback
+/// certificate served for `apiserver-loopback-client`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StaticSniCert {
+    /// PEM certificate chain, leaf first.
+    pub cert_pem: Vec<u8>,
+    /// PEM private key.
+    pub key_pem: Vec<u8>,
+    /// Explicit SNI names; when empty, names are derived from the certificate.
+    pub names: Vec<String>,
+}
+
 /// The configuration of the secure (TLS) listener (upstream `SecureServingInfo`).
 #[derive(Debug)]
 pub struct SecureServingInfo {
@@ -109,6 +121,9 @@ pub struct SecureServingInfo {
     /// The default serving certificate (used when no SNI certificate matches). With none, the
     /// first SNI certificate is the fallback, as upstream.
     pub serving_cert: Option<CertKeyFiles>,
+    /// In-memory SNI certificates. They come before `sni_certs` (upstream prepends the
+    /// loopback certificate), so they win for the same name.
+    pub static_sni_certs: Vec<StaticSniCert>,
     /// SNI certificates, in flag order (earlier ones win for the same name).
     pub sni_certs: Vec<SniCertKey>,
     /// The client CA bundle: when set, TLS requests (never requires) a client certificate and
@@ -132,6 +147,7 @@ impl SecureServingInfo {
         SecureServingInfo {
             bind,
             serving_cert: Some(serving_cert),
+            static_sni_certs: Vec::new(),
             sni_certs: Vec::new(),
             client_ca: None,
             min_tls_version: TlsVersion::default(),

@@ -182,6 +182,72 @@ pub fn ensure_pki(dir: &Path, hosts: &[String]) -> Result<PkiPaths, PkiError> {
     Ok(paths)
 }
 
+/// The SNI name of the loopback client's certificate (upstream `LoopbackClientServerNameOverride`).
+pub const LOOPBACK_SERVER_NAME: &str = "apiserver-loopback-client";
+
+/// An in-memory certificate for the loopback client (upstream `serving_with_loopback.go`).
+#[derive(Clone, Debug)]
+pub struct LoopbackCert {
+    /// Leaf then CA, PEM: serve this (as a [`super::StaticSniCert`] named
+    /// [`LOOPBACK_SERVER_NAME`]).
+    pub cert_pem: String,
+    /// The leaf's private key, PEM.
+    pub key_pem: String,
+    /// The CA the loopback client trusts, PEM.
+    pub ca_pem: String,
+}
+
+impl LoopbackCert {
+    /// The certificate as an SNI entry selected by [`LOOPBACK_SERVER_NAME`].
+    pub fn sni_cert(&self) -> super::StaticSniCert {
+        super::StaticSniCert {
+            cert_pem: self.cert_pem.clone().into_bytes(),
+            key_pem: self.key_pem.clone().into_bytes(),
+            names: vec![LOOPBACK_SERVER_NAME.to_string()],
+        }
+    }
+}
+
+/// Generates the loopback certificate (valid one year, like upstream's), signed by a fresh CA
+/// (`<name>-ca@<unix time>`), for [`LOOPBACK_SERVER_NAME`].
+pub fn loopback_cert() -> Result<LoopbackCert, PkiError> {
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.distinguished_name.push(
+        DnType::CommonName,
+        format!("{LOOPBACK_SERVER_NAME}-ca@{unix}"),
+    );
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    validity(&mut ca_params, LEAF_VALIDITY);
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(vec![LOOPBACK_SERVER_NAME.to_string()])?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, format!("{LOOPBACK_SERVER_NAME}@{unix}"));
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    validity(&mut params, LEAF_VALIDITY);
+    let cert = params.signed_by(&key, &issuer)?;
+    Ok(LoopbackCert {
+        cert_pem: format!("{}{}", cert.pem(), ca_cert.pem()),
+        key_pem: key.serialize_pem(),
+        ca_pem: ca_cert.pem(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -44,7 +44,13 @@ pub async fn serve(
         &info.cipher_suites,
         info.disable_http2,
     )?;
-    let certs = DynamicCertificates::load(info.serving_cert, info.sni_certs, info.client_ca, base)?;
+    let certs = DynamicCertificates::load(
+        info.serving_cert,
+        info.static_sni_certs,
+        info.sni_certs,
+        info.client_ca,
+        base,
+    )?;
     let listener = accept::bind(info.bind).await?;
     certs.spawn_reloader(info.cert_refresh_interval, stop.clone());
     let shared = Arc::new(ConnShared::new(handler, stop.clone(), h2_max_streams));

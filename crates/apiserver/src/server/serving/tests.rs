@@ -633,6 +633,43 @@ async fn sni_selection() {
 }
 
 #[tokio::test]
+async fn loopback_certificate_is_served_for_its_sni_name() {
+    use rustls::pki_types::pem::PemObject;
+    let f = fixture();
+    let loopback = super::selfsigned::loopback_cert().unwrap();
+    // A file SNI certificate claiming the same name loses against the static one.
+    let rival =
+        f.ca.write_leaf(f.dir.path(), "rival", "rival", &["other.example.com"]);
+    let mut info = SecureServingInfo::new(bound(), f.serving.clone());
+    info.static_sni_certs = vec![loopback.sni_cert()];
+    info.sni_certs = vec![SniCertKey {
+        cert: rival.cert,
+        key: rival.key,
+        names: vec![super::selfsigned::LOOPBACK_SERVER_NAME.to_string()],
+    }];
+    let (handle, stop, _) = start(info).await;
+    let ca = CertificateDer::from_pem_slice(loopback.ca_pem.as_bytes()).unwrap();
+    let opts = ClientOpts {
+        roots: Some(ca),
+        ..Default::default()
+    };
+    let tls = tls_connect(
+        handle.local_addr(),
+        super::selfsigned::LOOPBACK_SERVER_NAME,
+        &opts,
+    )
+    .await
+    .unwrap();
+    assert!(served_cn(&tls).starts_with("apiserver-loopback-client@"));
+    // Other names still get the default certificate.
+    let tls = tls_connect(handle.local_addr(), "localhost", &ClientOpts::default())
+        .await
+        .unwrap();
+    assert_eq!(served_cn(&tls), "default");
+    stop.cancel();
+}
+
+#[tokio::test]
 async fn serving_cert_reloads_on_file_change_and_open_connections_survive() {
     let f = fixture();
     let mut info = SecureServingInfo::new(bound(), f.serving.clone());
@@ -714,7 +751,8 @@ async fn serving_cert_reloads_on_kubernetes_data_symlink_swap() {
 async fn broken_files_keep_the_previous_certificate() {
     let f = fixture();
     let base = TlsBase::new(TlsVersion::Tls12, &[], false).unwrap();
-    let certs = DynamicCertificates::load(Some(f.serving.clone()), vec![], None, base).unwrap();
+    let certs =
+        DynamicCertificates::load(Some(f.serving.clone()), vec![], vec![], None, base).unwrap();
     let served =
         |certs: &DynamicCertificates| leaf_cn(certs.default_cert().unwrap().cert[0].as_ref());
     assert_eq!(served(&certs), "default");

@@ -8,4 +8,5 @@ pub mod lifecycle;
 pub mod loopback;
 pub mod mux;
 pub mod routes;
+pub mod serving;
 pub mod waitgroup;

@@ -1,0 +1,349 @@
+//! A self-signed PKI for the embedded default configuration: a CA, a serving certificate and an
+//! admin client certificate (like upstream's `MaybeDefaultWithSelfSignedCerts`, plus an admin
+//! identity in `system:masters`).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
+    KeyUsagePurpose,
+};
+
+use super::kubeconfig::write_private;
+
+const YEAR: Duration = Duration::from_secs(365 * 24 * 60 * 60);
+/// Validity of the generated CA.
+pub const CA_VALIDITY: Duration = Duration::from_secs(10 * 365 * 24 * 60 * 60);
+/// Validity of the generated serving and client certificates.
+pub const LEAF_VALIDITY: Duration = YEAR;
+
+/// The files of the PKI.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PkiPaths {
+    /// `ca.crt`.
+    pub ca_cert: PathBuf,
+    /// `ca.key`.
+    pub ca_key: PathBuf,
+    /// `apiserver.crt`: the serving certificate.
+    pub serving_cert: PathBuf,
+    /// `apiserver.key`.
+    pub serving_key: PathBuf,
+    /// `admin.crt`: client certificate, CN `admin`, O `system:masters`.
+    pub admin_cert: PathBuf,
+    /// `admin.key`.
+    pub admin_key: PathBuf,
+}
+
+impl PkiPaths {
+    /// The file names inside `dir`.
+    pub fn in_dir(dir: &Path) -> Self {
+        PkiPaths {
+            ca_cert: dir.join("ca.crt"),
+            ca_key: dir.join("ca.key"),
+            serving_cert: dir.join("apiserver.crt"),
+            serving_key: dir.join("apiserver.key"),
+            admin_cert: dir.join("admin.crt"),
+            admin_key: dir.join("admin.key"),
+        }
+    }
+
+    fn all(&self) -> [&PathBuf; 6] {
+        [
+            &self.ca_cert,
+            &self.ca_key,
+            &self.serving_cert,
+            &self.serving_key,
+            &self.admin_cert,
+            &self.admin_key,
+        ]
+    }
+}
+
+/// Why the PKI could not be created.
+#[derive(Debug, thiserror::Error)]
+pub enum PkiError {
+    /// Reading or writing a file failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Certificate generation failed.
+    #[error("generating certificates: {0}")]
+    Generate(#[from] rcgen::Error),
+}
+
+/// The machine's host name, if known.
+fn host_name() -> Option<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()?;
+    let name = name.trim();
+    (!name.is_empty()).then(|| name.to_string())
+}
+
+fn validity(params: &mut CertificateParams, valid_for: Duration) {
+    let now = SystemTime::now();
+    params.not_before = now.into();
+    params.not_after = (now + valid_for).into();
+}
+
+/// Creates the PKI in `dir` unless all six files already exist (then they are reused as they
+/// are). The serving certificate covers `localhost`, `127.0.0.1`, `::1`, the host name and
+/// `hosts` (DNS names or IPs). Private keys are written with mode 0600.
+pub fn ensure_pki(dir: &Path, hosts: &[String]) -> Result<PkiPaths, PkiError> {
+    let paths = PkiPaths::in_dir(dir);
+    if paths.all().iter().all(|p| p.is_file()) {
+        return Ok(paths);
+    }
+    std::fs::create_dir_all(dir).map_err(|source| PkiError::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, format!("apiserver-ca@{unix}"));
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    validity(&mut ca_params, CA_VALIDITY);
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let ca_key_pem = ca_key.serialize_pem();
+    let issuer = Issuer::new(ca_params, ca_key);
+
+    let mut names = vec![
+        "localhost".to_string(),
+        "127.0.0.1".to_string(),
+        "::1".to_string(),
+    ];
+    names.extend(host_name());
+    for host in hosts {
+        if !names.contains(host) {
+            names.push(host.clone());
+        }
+    }
+    names.dedup();
+    let serving_key = KeyPair::generate()?;
+    let mut serving = CertificateParams::new(names)?;
+    serving
+        .distinguished_name
+        .push(DnType::CommonName, format!("apiserver@{unix}"));
+    serving.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    validity(&mut serving, LEAF_VALIDITY);
+    let serving_cert = serving.signed_by(&serving_key, &issuer)?;
+
+    let admin_key = KeyPair::generate()?;
+    let mut admin = CertificateParams::new(Vec::<String>::new())?;
+    admin.distinguished_name.push(DnType::CommonName, "admin");
+    admin
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
+    admin.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    validity(&mut admin, LEAF_VALIDITY);
+    let admin_cert = admin.signed_by(&admin_key, &issuer)?;
+
+    let write = |path: &PathBuf, data: &str, private: bool| -> Result<(), PkiError> {
+        let result = if private {
+            write_private(path, data.as_bytes())
+        } else {
+            std::fs::write(path, data)
+        };
+        result.map_err(|source| PkiError::Io {
+            path: path.clone(),
+            source,
+        })
+    };
+    // Keys first and certificates last: a crash in between leaves an incomplete set, which
+    // the next start regenerates.
+    write(&paths.ca_key, &ca_key_pem, true)?;
+    write(&paths.serving_key, &serving_key.serialize_pem(), true)?;
+    write(&paths.admin_key, &admin_key.serialize_pem(), true)?;
+    write(&paths.serving_cert, &serving_cert.pem(), false)?;
+    write(&paths.admin_cert, &admin_cert.pem(), false)?;
+    write(&paths.ca_cert, &ca_cert.pem(), false)?;
+    Ok(paths)
+}
+
+/// The SNI name of the loopback client's certificate (upstream `LoopbackClientServerNameOverride`).
+pub const LOOPBACK_SERVER_NAME: &str = "apiserver-loopback-client";
+
+/// An in-memory certificate for the loopback client (upstream `serving_with_loopback.go`).
+#[derive(Clone, Debug)]
+pub struct LoopbackCert {
+    /// Leaf then CA, PEM: serve this (as a [`super::StaticSniCert`] named
+    /// [`LOOPBACK_SERVER_NAME`]).
+    pub cert_pem: String,
+    /// The leaf's private key, PEM.
+    pub key_pem: String,
+    /// The CA the loopback client trusts, PEM.
+    pub ca_pem: String,
+}
+
+impl LoopbackCert {
+    /// The certificate as an SNI entry selected by [`LOOPBACK_SERVER_NAME`].
+    pub fn sni_cert(&self) -> super::StaticSniCert {
+        super::StaticSniCert {
+            cert_pem: self.cert_pem.clone().into_bytes(),
+            key_pem: self.key_pem.clone().into_bytes(),
+            names: vec![LOOPBACK_SERVER_NAME.to_string()],
+        }
+    }
+}
+
+/// Generates the loopback certificate (valid one year, like upstream's), signed by a fresh CA
+/// (`<name>-ca@<unix time>`), for [`LOOPBACK_SERVER_NAME`].
+pub fn loopback_cert() -> Result<LoopbackCert, PkiError> {
+    let unix = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.distinguished_name.push(
+        DnType::CommonName,
+        format!("{LOOPBACK_SERVER_NAME}-ca@{unix}"),
+    );
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    validity(&mut ca_params, LEAF_VALIDITY);
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let issuer = Issuer::new(ca_params, ca_key);
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(vec![LOOPBACK_SERVER_NAME.to_string()])?;
+    params
+        .distinguished_name
+        .push(DnType::CommonName, format!("{LOOPBACK_SERVER_NAME}@{unix}"));
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    validity(&mut params, LEAF_VALIDITY);
+    let cert = params.signed_by(&key, &issuer)?;
+    Ok(LoopbackCert {
+        cert_pem: format!("{}{}", cert.pem(), ca_cert.pem()),
+        key_pem: key.serialize_pem(),
+        ca_pem: ca_cert.pem(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+
+    fn der(path: &Path) -> CertificateDer<'static> {
+        CertificateDer::from_pem_file(path).unwrap()
+    }
+
+    #[test]
+    fn generates_and_reuses_pki() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki_dir = dir.path().join("pki");
+        let paths = ensure_pki(
+            &pki_dir,
+            &["api.example.com".to_string(), "10.1.2.3".to_string()],
+        )
+        .unwrap();
+        let ca = der(&paths.ca_cert);
+        let (_, ca_x509) = x509_parser::parse_x509_certificate(&ca).unwrap();
+        let cn = ca_x509.subject().iter_common_name().next().unwrap();
+        assert!(cn.as_str().unwrap().starts_with("apiserver-ca@"));
+        let ca_days = (ca_x509.validity().not_after.timestamp()
+            - ca_x509.validity().not_before.timestamp())
+            / 86400;
+        assert!((3649..=3651).contains(&ca_days), "{ca_days}");
+
+        // The serving certificate verifies for every name against the CA.
+        let anchor = webpki::anchor_from_trusted_cert(&ca).unwrap().to_owned();
+        let serving = der(&paths.serving_cert);
+        let ee = webpki::EndEntityCert::try_from(&serving).unwrap();
+        let now = rustls_pki_types::UnixTime::now();
+        ee.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            std::slice::from_ref(&anchor),
+            &[],
+            now,
+            webpki::KeyUsage::server_auth(),
+            None,
+            None,
+        )
+        .unwrap();
+        for name in [
+            "localhost",
+            "127.0.0.1",
+            "::1",
+            "api.example.com",
+            "10.1.2.3",
+        ] {
+            let server_name = rustls_pki_types::ServerName::try_from(name).unwrap();
+            ee.verify_is_valid_for_subject_name(&server_name).unwrap();
+        }
+
+        // The admin certificate is a client certificate for admin / system:masters.
+        let admin = der(&paths.admin_cert);
+        let ee = webpki::EndEntityCert::try_from(&admin).unwrap();
+        ee.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &[anchor],
+            &[],
+            now,
+            webpki::KeyUsage::client_auth(),
+            None,
+            None,
+        )
+        .unwrap();
+        let (_, admin_x509) = x509_parser::parse_x509_certificate(&admin).unwrap();
+        let subject = admin_x509.subject();
+        assert_eq!(
+            subject.iter_common_name().next().unwrap().as_str().unwrap(),
+            "admin"
+        );
+        assert_eq!(
+            subject
+                .iter_organization()
+                .next()
+                .unwrap()
+                .as_str()
+                .unwrap(),
+            "system:masters"
+        );
+
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            for key in [&paths.ca_key, &paths.serving_key, &paths.admin_key] {
+                let mode = std::fs::metadata(key).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o600);
+            }
+        }
+
+        // A second call reuses the files.
+        let before = std::fs::read(&paths.ca_cert).unwrap();
+        let again = ensure_pki(&pki_dir, &[]).unwrap();
+        assert_eq!(again, paths);
+        assert_eq!(std::fs::read(&paths.ca_cert).unwrap(), before);
+    }
+}

@@ -366,6 +366,14 @@ impl DynamicCertificates {
         }
     }
 
+    /// [`Self::reload`] off the async worker threads (it reads files).
+    async fn reload_in_background(self: &Arc<Self>) {
+        let this = self.clone();
+        if let Err(e) = tokio::task::spawn_blocking(move || this.reload()).await {
+            tracing::error!("certificate reload failed: {e}");
+        }
+    }
+
     /// The directories holding the watched files.
     fn directories(&self) -> BTreeSet<PathBuf> {
         let mut files: Vec<&Path> = Vec::new();
@@ -457,11 +465,11 @@ impl DynamicCertificates {
                         }
                     }
                     watch_missing(&mut watcher, &mut unwatched);
-                    self.reload();
+                    self.reload_in_background().await;
                 }
                 _ = tick.tick() => {
                     watch_missing(&mut watcher, &mut unwatched);
-                    self.reload();
+                    self.reload_in_background().await;
                 }
             }
         }

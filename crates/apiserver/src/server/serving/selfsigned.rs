@@ -129,13 +129,11 @@ pub fn ensure_pki(dir: &Path, hosts: &[String]) -> Result<PkiPaths, PkiError> {
         "127.0.0.1".to_string(),
         "::1".to_string(),
     ];
-    names.extend(host_name());
-    for host in hosts {
+    for host in host_name().iter().chain(hosts) {
         if !names.contains(host) {
             names.push(host.clone());
         }
     }
-    names.dedup();
     let serving_key = KeyPair::generate()?;
     let mut serving = CertificateParams::new(names)?;
     serving

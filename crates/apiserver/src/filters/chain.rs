@@ -91,13 +91,9 @@ pub fn build_default_handler_chain(handler: HttpService, c: &CompletedConfig) ->
             Some(filter(TimeoutFilter::new())),
             Some(filter(WarningFilter::new())),
             cors(c),
-            c.authenticator.clone().map(|authn| {
-                filter(AuthenticationFilter::new(
-                    authn,
-                    failed_auditor,
-                    Vec::new(),
-                ))
-            }),
+            c.authenticator
+                .clone()
+                .map(|authn| filter(AuthenticationFilter::new(authn, failed_auditor, Vec::new()))),
             c.auditor.clone().map(|a| filter(AuditFilter::new(a))),
             authorizer
                 .clone()
@@ -133,7 +129,11 @@ pub fn build_insecure_handler_chain(handler: HttpService, c: &CompletedConfig) -
             Some(filter(TimeoutFilter::new())),
             Some(filter(WarningFilter::new())),
             cors(c),
-            Some(filter(AuthenticationFilter::new(superuser, None, Vec::new()))),
+            Some(filter(AuthenticationFilter::new(
+                superuser,
+                None,
+                Vec::new(),
+            ))),
             c.auditor.clone().map(|a| filter(AuditFilter::new(a))),
             max_in_flight(c),
         ],

@@ -8,6 +8,7 @@ pub mod audit;
 pub mod audit_init;
 pub mod body_guard;
 pub mod cache_control;
+pub mod chain;
 pub mod cors;
 pub mod goaway;
 pub mod hsts;
@@ -38,6 +39,7 @@ use crate::body::{Request, Response};
 pub mod authentication;
 pub mod authorization;
 pub mod impersonation;
+pub mod latency;
 
 /// A boxed, cloneable HTTP service: a handler, or a handler wrapped in filters.
 pub type HttpService = BoxCloneSyncService<Request, Response, Infallible>;

@@ -196,7 +196,11 @@ impl PreShutdownHooks {
                 errors.push(format!("PreShutdownHook {name:?} failed: {err}"));
             }
         }
-        if errors.is_empty() { Ok(()) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(errors)
+        }
     }
 }
 
@@ -215,7 +219,10 @@ mod tests {
             hook: ok_hook(),
             done: CancellationToken::new(),
         };
-        assert_eq!(hooks.add_entry("", entry.clone()), Err(HookError::MissingName));
+        assert_eq!(
+            hooks.add_entry("", entry.clone()),
+            Err(HookError::MissingName)
+        );
         hooks.add_entry("a", entry.clone()).unwrap();
         assert_eq!(
             hooks.add_entry("a", entry.clone()),
@@ -258,7 +265,9 @@ mod tests {
         hooks
             .add("a", Arc::new(|| Box::pin(async { Err("x".to_string()) })))
             .unwrap();
-        hooks.add("b", Arc::new(|| Box::pin(async { Ok(()) }))).unwrap();
+        hooks
+            .add("b", Arc::new(|| Box::pin(async { Ok(()) })))
+            .unwrap();
         assert_eq!(
             hooks.add("b", Arc::new(|| Box::pin(async { Ok(()) }))),
             Err(HookError::DuplicatePreShutdown("b".into()))

@@ -1,6 +1,8 @@
 //! The generic API server: configuration, life cycle, hooks, health, routing and serving.
 
+pub mod config;
 pub mod delegation;
+pub mod genericapiserver;
 pub mod handler;
 pub mod healthz;
 pub mod hooks;
@@ -8,5 +10,10 @@ pub mod lifecycle;
 pub mod loopback;
 pub mod mux;
 pub mod routes;
+pub mod run;
 pub mod serving;
 pub mod waitgroup;
+
+pub use config::{CompletedConfig, Config};
+pub use delegation::{DelegationTarget, EmptyDelegate};
+pub use genericapiserver::{GenericApiServer, PreparedGenericApiServer};

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
@@ -15,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 pub struct Signal {
     name: &'static str,
     token: CancellationToken,
+    fired: Arc<AtomicBool>,
     observer: Option<Arc<dyn SignalObserver>>,
 }
 
@@ -30,6 +32,7 @@ impl Signal {
         Signal {
             name,
             token: CancellationToken::new(),
+            fired: Arc::new(AtomicBool::new(false)),
             observer: None,
         }
     }
@@ -38,6 +41,7 @@ impl Signal {
         Signal {
             name,
             token: CancellationToken::new(),
+            fired: Arc::new(AtomicBool::new(false)),
             observer: Some(observer),
         }
     }
@@ -49,17 +53,16 @@ impl Signal {
 
     /// Fires the signal (idempotent).
     pub fn fire(&self) {
-        if self.token.is_cancelled() {
+        if self.fired.swap(true, Ordering::SeqCst) {
             return;
         }
-        // CancellationToken::cancel is itself idempotent; the check above only avoids
-        // double logging in the common case, and a racing second log line is harmless.
-        self.token.cancel();
+        // Log and record before waking waiters, so what they do next is recorded after this.
         tracing::info!("[graceful-termination] shutdown event name={}", self.name);
         crate::metrics::graceful_termination_event(self.name);
         if let Some(observer) = &self.observer {
             observer.fired(self.name);
         }
+        self.token.cancel();
     }
 
     /// Whether the signal has fired.

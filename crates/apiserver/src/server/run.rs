@@ -260,6 +260,8 @@ impl PreparedGenericApiServer {
             Some(failure) = hook_fail_rx.recv() => return Err(RunError::PostStartHookFailed(failure)),
         }
 
+        // Also fired by the delay task; firing here too guarantees the hooks start after it.
+        signals.shutdown_initiated.fire();
         let hooks_result = inner.pre_shutdown_hooks.run().await;
         signals.pre_shutdown_hooks_stopped.fire();
         if let Err(errors) = hooks_result {

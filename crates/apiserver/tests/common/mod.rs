@@ -87,10 +87,13 @@ impl TestPki {
     }
 }
 
+type ConfigureFn = Box<dyn FnOnce(&mut Config, &TestPki)>;
+type InstallFn = Box<dyn FnOnce(&GenericApiServer)>;
+
 /// Builds a test server. `configure` adjusts the config; `install` adds routes and hooks.
 pub struct TestServerBuilder {
-    configure: Vec<Box<dyn FnOnce(&mut Config, &TestPki)>>,
-    install: Vec<Box<dyn FnOnce(&GenericApiServer)>>,
+    configure: Vec<ConfigureFn>,
+    install: Vec<InstallFn>,
     anonymous: bool,
     modes: Vec<AuthorizationMode>,
 }

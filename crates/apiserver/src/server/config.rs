@@ -19,6 +19,7 @@ use crate::server::lifecycle::{LifecycleSignals, SignalObserver};
 use crate::server::loopback::{LoopbackClientConfig, new_loopback_token};
 use crate::server::routes::flags::FlagSetter;
 use crate::server::routes::version::VersionInfo;
+use crate::server::serving::selfsigned::{LOOPBACK_SERVER_NAME, loopback_cert};
 use crate::server::serving::{BindAddress, SecureServingInfo};
 use crate::server::waitgroup::{RateLimitedSafeWaitGroup, SafeWaitGroup};
 use tokio_util::sync::CancellationToken;
@@ -174,6 +175,20 @@ impl Config {
             api_prefixes: api_prefixes.into_iter().collect(),
             groupless_api_prefixes: groupless.into_iter().collect(),
         };
+        // The loopback client reaches the server through an in-memory certificate served for
+        // the SNI name `apiserver-loopback-client` (upstream `serving_with_loopback`).
+        if let Some(serving) = &mut self.secure_serving
+            && self.loopback.ca_pem.is_none()
+        {
+            match loopback_cert() {
+                Ok(cert) => {
+                    serving.static_sni_certs.insert(0, cert.sni_cert());
+                    self.loopback.ca_pem = Some(cert.ca_pem.clone());
+                    self.loopback.server_name = Some(LOOPBACK_SERVER_NAME.to_string());
+                }
+                Err(err) => tracing::error!("failed to generate the loopback certificate: {err}"),
+            }
+        }
         if let (Some(authn), Some(_)) = (&self.authenticator, &self.authorizer)
             && !self.loopback.bearer_token.is_empty()
         {

@@ -1,8 +1,11 @@
 //! `kube-apiserver`: a Kubernetes API server on the `apiserver` library.
 
+mod logging;
 mod options;
+mod server;
 
 use clap::Parser;
+use tokio_util::sync::CancellationToken;
 
 fn main() {
     let opts = match options::Options::try_parse() {
@@ -27,4 +30,53 @@ fn main() {
         eprintln!("Error: {}", errors.join("; "));
         std::process::exit(1);
     }
+    let verbosity = logging::init(opts.verbosity);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("Error: starting the runtime: {err}");
+            std::process::exit(1);
+        }
+    };
+    let code = runtime.block_on(async move {
+        let stop = CancellationToken::new();
+        tokio::spawn(handle_signals(stop.clone()));
+        match server::run(opts, verbosity, stop).await {
+            Ok(()) => 0,
+            Err(err) => {
+                tracing::error!("{err}");
+                eprintln!("Error: {err}");
+                1
+            }
+        }
+    });
+    std::process::exit(code);
+}
+
+/// SIGTERM or SIGINT begins graceful termination; a second signal exits at once with code 1
+/// (upstream `SetupSignalContext`).
+async fn handle_signals(stop: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("unable to install signal handlers");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    tracing::info!("received a termination signal, shutting down gracefully");
+    stop.cancel();
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    eprintln!("received a second termination signal, exiting");
+    std::process::exit(1);
 }

@@ -150,6 +150,9 @@ impl PreparedGenericApiServer {
             ),
             None => None,
         };
+        if let Some(handle) = &serving {
+            tracing::info!("Serving securely on {}", handle.local_addr());
+        }
         let insecure = match insecure_bind {
             Some(bind) => {
                 let handler = crate::filters::chain::build_insecure_handler_chain(

@@ -1,0 +1,218 @@
+//! Builds and runs kube-apiserver from its flags: certificates (generated on first start when
+//! none are given), the admin kubeconfig, authentication, authorization, audit, serving, and
+//! the server chain.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use apiserver::audit::{AuditOptions, Auditor};
+use apiserver::authn::{AuthenticatorOptions, build_authenticator};
+use apiserver::authz::{AuthorizationMode, build_authorizer};
+use apiserver::request::requestinfo::LongRunningRequestCheck;
+use apiserver::server::routes::flags::FlagSetter;
+use apiserver::server::routes::notfound::not_found_handler;
+use apiserver::server::routes::version::VersionInfo;
+use apiserver::server::serving::kubeconfig::write_admin_kubeconfig;
+use apiserver::server::serving::selfsigned::ensure_pki;
+use apiserver::server::serving::{
+    BindAddress, CertKeyFiles, DynamicClientCa, SecureServingInfo, SniCertKey, TlsVersion,
+};
+use apiserver::server::{Config, EmptyDelegate};
+use tokio_util::sync::CancellationToken;
+
+use crate::options::Options;
+
+/// The Kubernetes version this server speaks.
+pub const KUBERNETES_VERSION: &str = "v1.35.0";
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// A file or directory could not be prepared.
+    #[error("{0}")]
+    Setup(String),
+    /// The server failed while running.
+    #[error(transparent)]
+    Run(#[from] apiserver::server::run::RunError),
+}
+
+fn setup<E: std::fmt::Display>(context: &str) -> impl FnOnce(E) -> StartError + '_ {
+    move |err| StartError::Setup(format!("{context}: {err}"))
+}
+
+/// Serving certificate, client CA, and (when generated) the admin identity.
+struct Certificates {
+    serving: CertKeyFiles,
+    client_ca: Option<PathBuf>,
+    admin: Option<(PathBuf, PathBuf, PathBuf)>,
+}
+
+fn certificates(opts: &Options) -> Result<Certificates, StartError> {
+    if let (Some(cert), Some(key)) = (&opts.tls_cert_file, &opts.tls_private_key_file) {
+        return Ok(Certificates {
+            serving: CertKeyFiles {
+                cert: cert.clone(),
+                key: key.clone(),
+            },
+            client_ca: opts.client_ca_file.clone(),
+            admin: None,
+        });
+    }
+    let dir = opts
+        .cert_dir
+        .clone()
+        .unwrap_or_else(|| opts.data_dir.join("pki"));
+    let mut hosts = Vec::new();
+    if !opts.bind_address.is_unspecified() {
+        hosts.push(opts.bind_address.to_string());
+    }
+    let pki = ensure_pki(&dir, &hosts).map_err(setup("generating certificates"))?;
+    Ok(Certificates {
+        serving: CertKeyFiles {
+            cert: pki.serving_cert.clone(),
+            key: pki.serving_key.clone(),
+        },
+        // Without an explicit client CA, the generated CA signs the admin certificate and
+        // authenticates it.
+        client_ca: Some(opts.client_ca_file.clone().unwrap_or(pki.ca_cert.clone())),
+        admin: Some((pki.ca_cert, pki.admin_cert, pki.admin_key)),
+    })
+}
+
+fn write_kubeconfig(
+    path: &Path,
+    port: u16,
+    (ca, cert, key): &(PathBuf, PathBuf, PathBuf),
+) -> Result<(), StartError> {
+    let read = |p: &PathBuf| std::fs::read(p).map_err(setup("reading generated certificates"));
+    write_admin_kubeconfig(
+        path,
+        &format!("https://127.0.0.1:{port}"),
+        &read(ca)?,
+        &read(cert)?,
+        &read(key)?,
+    )
+    .map_err(setup("writing the admin kubeconfig"))
+}
+
+/// Builds the server from `opts` and runs it until `stop`.
+pub async fn run(
+    opts: Options,
+    verbosity: FlagSetter,
+    stop: CancellationToken,
+) -> Result<(), StartError> {
+    std::fs::create_dir_all(&opts.data_dir).map_err(setup("creating --data-dir"))?;
+    let certs = certificates(&opts)?;
+
+    // Bind first, so the admin kubeconfig carries the real port (also with --secure-port=0).
+    let port = u16::try_from(opts.secure_port).unwrap_or(0);
+    let listener =
+        std::net::TcpListener::bind(SocketAddr::new(opts.bind_address, port)).map_err(|e| {
+            StartError::Setup(format!(
+                "failed to listen on {}: {e}",
+                SocketAddr::new(opts.bind_address, port)
+            ))
+        })?;
+    let addr = listener.local_addr().map_err(setup("listener address"))?;
+    if let Some(admin) = &certs.admin {
+        let path = opts.data_dir.join("admin.kubeconfig");
+        write_kubeconfig(&path, addr.port(), admin)?;
+        let shown = std::fs::canonicalize(&path).unwrap_or(path);
+        println!("kubectl --kubeconfig {} get --raw /readyz", shown.display());
+    }
+
+    let mut info = SecureServingInfo::new(BindAddress::Listener(listener), certs.serving);
+    for value in &opts.tls_sni_cert_key {
+        info.sni_certs
+            .push(SniCertKey::parse(value).map_err(setup("--tls-sni-cert-key"))?);
+    }
+    if let Some(version) = &opts.tls_min_version {
+        info.min_tls_version = TlsVersion::parse(version).map_err(setup("--tls-min-version"))?;
+    }
+    info.cipher_suites = opts.tls_cipher_suites.clone();
+    info.http2_max_streams_per_connection =
+        u32::try_from(opts.http2_max_streams_per_connection).unwrap_or(0);
+    let client_ca = certs.client_ca.as_ref().map(DynamicClientCa::new);
+    info.client_ca = client_ca.clone();
+
+    let mut config = Config::new(None);
+    config.secure_serving = Some(info);
+    if opts.insecure_port > 0 {
+        if !opts.insecure_bind_address.is_loopback() {
+            tracing::warn!(
+                "serving plain HTTP without authentication on non-loopback address {}",
+                opts.insecure_bind_address
+            );
+        }
+        let port = u16::try_from(opts.insecure_port).unwrap_or(0);
+        config.insecure_serving = Some(BindAddress::Addr(SocketAddr::new(
+            opts.insecure_bind_address,
+            port,
+        )));
+    }
+    config.authenticator = build_authenticator(&AuthenticatorOptions {
+        client_ca: client_ca.map(|ca| Arc::new(ca) as _),
+        token_file: opts.token_auth_file.clone(),
+        anonymous: opts.anonymous_auth,
+        anonymous_paths: Vec::new(),
+        request_header: None,
+    })
+    .map_err(setup("--token-auth-file"))?;
+    let modes = opts
+        .authorization_mode
+        .iter()
+        .map(|m| m.parse::<AuthorizationMode>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(setup("--authorization-mode"))?;
+    config.authorizer = Some(build_authorizer(&modes).map_err(setup("--authorization-mode"))?);
+    config.auditor = Auditor::from_options(&AuditOptions {
+        policy_file: opts
+            .audit_policy_file
+            .as_ref()
+            .map(|p| p.display().to_string()),
+        log_path: opts.audit_log_path.clone(),
+        log_max_age: opts.audit_log_maxage,
+        log_max_backups: opts.audit_log_maxbackup,
+        log_max_size: opts.audit_log_maxsize,
+    })
+    .map_err(setup("audit"))?;
+    config.cors_allowed_origins = opts.cors_allowed_origins.clone();
+    config.hsts_directives = opts.strict_transport_security_directives.clone();
+    config.max_requests_in_flight = usize::try_from(opts.max_requests_inflight).unwrap_or(0);
+    config.max_mutating_requests_in_flight =
+        usize::try_from(opts.max_mutating_requests_inflight).unwrap_or(0);
+    config.request_timeout = opts.request_timeout.get();
+    config.min_request_timeout =
+        std::time::Duration::from_secs(u64::try_from(opts.min_request_timeout).unwrap_or(0));
+    config.max_request_body_bytes = usize::try_from(opts.max_request_body_bytes).unwrap_or(0);
+    config.livez_grace_period = opts.livez_grace_period.get();
+    config.shutdown_delay_duration = opts.shutdown_delay_duration.get();
+    config.shutdown_send_retry_after = opts.shutdown_send_retry_after;
+    config.shutdown_watch_termination_grace_period =
+        opts.shutdown_watch_termination_grace_period.get();
+    config.goaway_chance = opts.goaway_chance;
+    config.enable_profiling = opts.profiling;
+    config.debug_socket_path = opts.debug_socket_path.clone();
+    config.verbosity_setter = Some(verbosity);
+    // kube-apiserver's long-running requests.
+    config.long_running_check = LongRunningRequestCheck::basic(
+        &["watch", "proxy"],
+        &["attach", "exec", "proxy", "log", "portforward"],
+    );
+    config.version = VersionInfo::for_build(
+        KUBERNETES_VERSION,
+        option_env!("APISERVER_GIT_COMMIT").unwrap_or("unknown"),
+        option_env!("APISERVER_BUILD_DATE").unwrap_or("1970-01-01T00:00:00Z"),
+    );
+
+    // The end of the chain answers 503 until every path is installed, then 404.
+    let not_found = EmptyDelegate::with_handler(not_found_handler());
+    let server = config
+        .complete()
+        .new("kube-apiserver", Arc::new(not_found))
+        .map_err(setup("creating the server"))?;
+    server.prepare_run().run(stop).await?;
+    tracing::info!("kube-apiserver stopped");
+    Ok(())
+}

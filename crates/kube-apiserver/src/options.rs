@@ -374,18 +374,10 @@ impl Options {
                 break;
             }
         }
-        for origin in &self.cors_allowed_origins {
-            let anchored_start = origin.starts_with('^') || origin.starts_with("//");
-            let anchored_end = origin.ends_with('$') || origin.ends_with(':');
-            if !(anchored_start && anchored_end) {
-                errors.push(format!(
-                    "--cors-allowed-origins has an invalid regular expression: regular expression {origin:?} must start with '^' or '//' and end with '$' or ':'"
-                ));
-            } else if let Err(err) = regex::Regex::new(origin) {
-                errors.push(format!(
-                    "--cors-allowed-origins has an invalid regular expression: {err}"
-                ));
-            }
+        if let Err(err) =
+            apiserver::filters::cors::validate_cors_allowed_origins(&self.cors_allowed_origins)
+        {
+            errors.push(err.to_string());
         }
         for sni in &self.tls_sni_cert_key {
             if let Err(err) = parse_sni_cert_key(sni) {

@@ -513,7 +513,7 @@ mod tests {
             ),
             (
                 &["--cors-allowed-origins=example.com"],
-                "must start with '^' or '//'",
+                "does not pin to start/end of host",
             ),
             (
                 &["--secure-port=70000"],

@@ -144,6 +144,29 @@ impl Client {
             .expect("request")
     }
 
+    /// Sends `req` on a fresh connection.
+    pub async fn send(&self, proto: Proto, req: Request<Full<Bytes>>) -> std::io::Result<Reply> {
+        let mut conn = self.connect(proto).await?;
+        conn.send(req).await
+    }
+
+    /// A request with the client's default headers plus `headers`.
+    pub fn request_with(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Request<Full<Bytes>> {
+        let mut req = self.request(method, path, "");
+        for (name, value) in headers {
+            req.headers_mut().append(
+                http::HeaderName::from_bytes(name.as_bytes()).expect("header name"),
+                value.parse().expect("header value"),
+            );
+        }
+        req
+    }
+
     /// GET `path` on a fresh connection.
     pub async fn get(&self, proto: Proto, path: &str) -> std::io::Result<Reply> {
         let mut conn = self.connect(proto).await?;

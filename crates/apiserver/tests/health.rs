@@ -39,10 +39,7 @@ async fn healthz_root_table_is_byte_exact_over_h1_and_h2() {
 
         let reply = get(&client, proto, "/healthz?verbose").await;
         assert_eq!(reply.status, StatusCode::OK);
-        assert_eq!(
-            reply.body,
-            format!("{DEFAULT_LINES}healthz check passed\n")
-        );
+        assert_eq!(reply.body, format!("{DEFAULT_LINES}healthz check passed\n"));
         assert_plain_ok(&reply);
 
         let reply = get(&client, proto, "/healthz?verbose=true&exclude=log").await;
@@ -245,7 +242,9 @@ async fn unfinished_post_start_hook_passes_livez_during_grace_period_then_fails(
         let reply = get(&client, proto, "/livez").await;
         assert_eq!(
             reply.body,
-            format!("{DEFAULT_LINES}[-]poststarthook/hang failed: reason withheld\nlivez check failed\n")
+            format!(
+                "{DEFAULT_LINES}[-]poststarthook/hang failed: reason withheld\nlivez check failed\n"
+            )
         );
         let reply = get(&client, proto, "/livez/poststarthook/hang").await;
         assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR);

@@ -193,8 +193,8 @@ async fn sni_certificates_are_selected_by_server_name() {
         derived_der
     );
     assert_eq!(served_cert(&sni_client("alias.test")).await, explicit_der);
-    // Explicit names replace the derived ones: `other.test` falls back to the default cert,
-    // which the SNI CA does not trust.
+    // Explicit names replace the derived ones: `other.test` is not served by that certificate
+    // (it gets the default one, which this client does not trust).
     assert!(sni_client("other.test").peer_certificate().await.is_err());
     let fallback = server.client().with_server_name("localhost");
     assert_eq!(served_cert(&fallback).await, default_der);

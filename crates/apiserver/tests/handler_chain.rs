@@ -4,7 +4,6 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use apiserver::authz::AuthorizationMode;
 use common::*;
@@ -25,8 +24,7 @@ fn status_json(message: &str, reason: &str, details: Option<&str>, code: u16) ->
 
 fn assert_status_body(reply: &Reply, code: StatusCode, expected: &str) {
     assert_eq!(reply.status, code, "{}", reply.body);
-    // Upstream's encoder ends the JSON with a newline; accept the body with or without it only
-    // if the library is consistent: compare exactly.
+    // Byte-exact, including the encoder's trailing newline.
     assert_eq!(reply.body, expected);
     assert_eq!(reply.headers["content-type"], "application/json");
 }
@@ -661,6 +659,48 @@ async fn index_version_not_found_and_metrics_routes() {
         metrics.contains("apiserver_request_duration_seconds_bucket"),
         "{metrics}"
     );
-    let _ = Duration::ZERO;
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_connection_is_closed_after_a_401_but_kept_for_authenticated_clients() {
+    let mut server = TestServerBuilder::new().anonymous(false).start().await;
+    let client = server.client();
+    // Failed authentication over HTTP/2: the 401 ends the connection (GOAWAY).
+    let mut conn = client.connect(Proto::H2).await.unwrap();
+    let reply = conn
+        .send(client.request(Method::GET, "/version", ""))
+        .await
+        .unwrap();
+    assert_eq!(reply.status, StatusCode::UNAUTHORIZED);
+    let mut closed = false;
+    for _ in 0..100 {
+        if !conn.is_usable().await {
+            closed = true;
+            break;
+        }
+        // The GOAWAY may still be in flight: a request on the same connection either fails
+        // or is the last one served.
+        match conn.send(client.request(Method::GET, "/version", "")).await {
+            Err(_) => {
+                closed = true;
+                break;
+            }
+            Ok(r) => assert_eq!(r.status, StatusCode::UNAUTHORIZED),
+        }
+    }
+    assert!(closed, "the HTTP/2 connection stayed open after a 401");
+
+    // An authenticated HTTP/2 connection keeps serving.
+    let admin = server.admin_client();
+    let mut conn = admin.connect(Proto::H2).await.unwrap();
+    for _ in 0..5 {
+        let reply = conn
+            .send(admin.request(Method::GET, "/version", ""))
+            .await
+            .unwrap();
+        assert_eq!(reply.status, StatusCode::OK);
+    }
+    assert!(conn.is_usable().await);
     server.shutdown().await.unwrap();
 }

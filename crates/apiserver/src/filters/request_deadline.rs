@@ -183,4 +183,45 @@ mod tests {
         let resp = svc.oneshot(req).await.unwrap();
         assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
     }
+
+    #[tokio::test]
+    async fn malformed_timeout_is_audited_at_response_started() {
+        use crate::audit::buffered::tests::MemoryBackend;
+        use crate::audit::level::{Level, Stage};
+        use crate::audit::policy::{Policy, PolicyRule};
+        use crate::audit::{AuditContext, Auditor};
+
+        let memory = Arc::new(MemoryBackend::default());
+        let policy = Policy {
+            rules: vec![PolicyRule {
+                level: Some(Level::Metadata),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let auditor = Auditor::new(policy, memory.clone());
+        let svc = FilterLayer::new(
+            RequestDeadlineFilter::new(DEFAULT_REQUEST_TIMEOUT).with_auditor(Some(auditor)),
+        )
+        .layer(service_fn(|_req: Request| async {
+            http::Response::new(full("ok"))
+        }));
+        let mut req = http::Request::get("/api/v1/pods?timeout=foo")
+            .body(full(""))
+            .unwrap();
+        req.extensions_mut().insert(RequestInfo::default());
+        req.extensions_mut()
+            .insert(AuditContext::new("id-1".into()));
+        let resp = svc.oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+        let events = memory.events();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].stage, Stage::ResponseStarted);
+        let status = events[0].response_status.as_ref().unwrap();
+        assert_eq!(status.code, 400);
+        assert_eq!(
+            status.message,
+            "invalid timeout specified in the request URL - time: invalid duration \"foo\""
+        );
+    }
 }

@@ -147,10 +147,11 @@ pub(crate) fn apply_context(event: &mut Event, context: Option<&AuditContext>) {
     }
 }
 
-impl FailedAuthenticationAuditor for Auditor {
-    /// Upstream decorates the 401 writer, so the event is emitted at stage
-    /// `ResponseStarted` when the 401 is written, with code 401 and `message`.
-    fn audit_failed_authentication(&self, request: &http::request::Parts, message: &str) {
+impl Auditor {
+    /// Audits a request a filter in front of the audit filter rejects with `code` (upstream's
+    /// `withFailedRequestAudit`, which decorates the error writer): one event at stage
+    /// `ResponseStarted` with `code` and `message`, if the policy audits the request.
+    pub fn audit_failed_request(&self, request: &http::request::Parts, code: u16, message: &str) {
         let attrs = AuditAttributes::from_parts(request);
         let config = self.evaluate(&attrs);
         if config.level == Level::None {
@@ -168,9 +169,17 @@ impl FailedAuthenticationAuditor for Auditor {
         event.stage = Stage::ResponseStarted;
         event.response_status = Some(ResponseStatus {
             message: message.to_string(),
-            ..ResponseStatus::code(401)
+            ..ResponseStatus::code(code)
         });
         self.emit(&mut event, &config.omit_stages);
+    }
+}
+
+impl FailedAuthenticationAuditor for Auditor {
+    /// Upstream decorates the 401 writer, so the event is emitted at stage
+    /// `ResponseStarted` when the 401 is written, with code 401 and `message`.
+    fn audit_failed_authentication(&self, request: &http::request::Parts, message: &str) {
+        self.audit_failed_request(request, 401, message);
     }
 }
 

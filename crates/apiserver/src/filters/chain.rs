@@ -87,7 +87,9 @@ pub fn build_default_handler_chain(handler: HttpService, c: &CompletedConfig) ->
             Some(filter(WaitGroupFilter::new(
                 c.non_long_running_request_wait_group.clone(),
             ))),
-            Some(filter(RequestDeadlineFilter::new(c.request_timeout))),
+            Some(filter(
+                RequestDeadlineFilter::new(c.request_timeout).with_auditor(c.auditor.clone()),
+            )),
             Some(filter(TimeoutFilter::new())),
             Some(filter(WarningFilter::new())),
             cors(c),
@@ -125,7 +127,9 @@ pub fn build_insecure_handler_chain(handler: HttpService, c: &CompletedConfig) -
             Some(filter(WaitGroupFilter::new(
                 c.non_long_running_request_wait_group.clone(),
             ))),
-            Some(filter(RequestDeadlineFilter::new(c.request_timeout))),
+            Some(filter(
+                RequestDeadlineFilter::new(c.request_timeout).with_auditor(c.auditor.clone()),
+            )),
             Some(filter(TimeoutFilter::new())),
             Some(filter(WarningFilter::new())),
             cors(c),

@@ -2,11 +2,13 @@
 //! request timeout (60 s), or a shorter `?timeout=` given by the client.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
 
 use super::{Filter, Next};
+use crate::audit::Auditor;
 use crate::body::{Request, Response, go_http_error};
 use crate::request::requestinfo::parse_query;
 use crate::request::{LongRunning, ReceivedTimestamp, RequestDeadline, RequestInfo};
@@ -20,12 +22,23 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 #[derive(Debug, Clone)]
 pub struct RequestDeadlineFilter {
     request_timeout: Duration,
+    auditor: Option<Arc<Auditor>>,
 }
 
 impl RequestDeadlineFilter {
     /// A filter with the server's `request_timeout` (the upper bound of `?timeout=`).
     pub fn new(request_timeout: Duration) -> Self {
-        RequestDeadlineFilter { request_timeout }
+        RequestDeadlineFilter {
+            request_timeout,
+            auditor: None,
+        }
+    }
+
+    /// Audits the 400 of an invalid `?timeout=` (the filter runs before the audit filter, so
+    /// upstream audits that failure itself).
+    pub fn with_auditor(mut self, auditor: Option<Arc<Auditor>>) -> Self {
+        self.auditor = auditor;
+        self
     }
 }
 
@@ -55,6 +68,7 @@ impl Filter for RequestDeadlineFilter {
         next: Next,
     ) -> impl Future<Output = Response> + Send + 'static {
         let default_timeout = self.request_timeout;
+        let auditor = self.auditor.clone();
         async move {
             if req.extensions().get::<RequestInfo>().is_none() {
                 return go_http_error(
@@ -69,6 +83,10 @@ impl Filter for RequestDeadlineFilter {
                 Ok(t) => t,
                 Err(message) => {
                     tracing::error!(uri = %req.uri(), "Error - {message}");
+                    if let Some(auditor) = auditor {
+                        let (parts, _body) = req.into_parts();
+                        auditor.audit_failed_request(&parts, 400, &message);
+                    }
                     return ApiError::bad_request(message).0.into_response();
                 }
             };
@@ -164,5 +182,46 @@ mod tests {
         let req = http::Request::get("/").body(full("")).unwrap();
         let resp = svc.oneshot(req).await.unwrap();
         assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    }
+
+    #[tokio::test]
+    async fn malformed_timeout_is_audited_at_response_started() {
+        use crate::audit::buffered::tests::MemoryBackend;
+        use crate::audit::level::{Level, Stage};
+        use crate::audit::policy::{Policy, PolicyRule};
+        use crate::audit::{AuditContext, Auditor};
+
+        let memory = Arc::new(MemoryBackend::default());
+        let policy = Policy {
+            rules: vec![PolicyRule {
+                level: Some(Level::Metadata),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let auditor = Auditor::new(policy, memory.clone());
+        let svc = FilterLayer::new(
+            RequestDeadlineFilter::new(DEFAULT_REQUEST_TIMEOUT).with_auditor(Some(auditor)),
+        )
+        .layer(service_fn(|_req: Request| async {
+            http::Response::new(full("ok"))
+        }));
+        let mut req = http::Request::get("/api/v1/pods?timeout=foo")
+            .body(full(""))
+            .unwrap();
+        req.extensions_mut().insert(RequestInfo::default());
+        req.extensions_mut()
+            .insert(AuditContext::new("id-1".into()));
+        let resp = svc.oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+        let events = memory.events();
+        assert_eq!(events.len(), 1);
+        assert_eq!(events[0].stage, Stage::ResponseStarted);
+        let status = events[0].response_status.as_ref().unwrap();
+        assert_eq!(status.code, 400);
+        assert_eq!(
+            status.message,
+            "invalid timeout specified in the request URL - time: invalid duration \"foo\""
+        );
     }
 }

@@ -128,6 +128,27 @@ impl Client {
         }
     }
 
+    /// Completes a TLS handshake and returns the server's leaf certificate (DER).
+    pub async fn peer_certificate(&self) -> std::io::Result<Vec<u8>> {
+        let tcp = TcpStream::connect(self.addr).await?;
+        let connector = TlsConnector::from(Arc::new(self.tls_config(Proto::H1)));
+        let name = ServerName::try_from(self.server_name.clone())
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let tls = connector.connect(name, tcp).await?;
+        let (_, session) = tls.get_ref();
+        session
+            .peer_certificates()
+            .and_then(|certs| certs.first())
+            .map(|cert| cert.as_ref().to_vec())
+            .ok_or_else(|| std::io::Error::other("no peer certificate"))
+    }
+
+    /// A copy connecting with SNI `server_name`.
+    pub fn with_server_name(mut self, server_name: &str) -> Self {
+        self.server_name = server_name.to_string();
+        self
+    }
+
     /// Builds a request with the client's default headers.
     pub fn request(&self, method: Method, path: &str, body: &str) -> Request<Full<Bytes>> {
         let mut builder = Request::builder()
@@ -142,6 +163,29 @@ impl Client {
         builder
             .body(Full::new(Bytes::from(body.to_string())))
             .expect("request")
+    }
+
+    /// Sends `req` on a fresh connection.
+    pub async fn send(&self, proto: Proto, req: Request<Full<Bytes>>) -> std::io::Result<Reply> {
+        let mut conn = self.connect(proto).await?;
+        conn.send(req).await
+    }
+
+    /// A request with the client's default headers plus `headers`.
+    pub fn request_with(
+        &self,
+        method: Method,
+        path: &str,
+        headers: &[(&str, &str)],
+    ) -> Request<Full<Bytes>> {
+        let mut req = self.request(method, path, "");
+        for (name, value) in headers {
+            req.headers_mut().append(
+                http::HeaderName::from_bytes(name.as_bytes()).expect("header name"),
+                value.parse().expect("header value"),
+            );
+        }
+        req
     }
 
     /// GET `path` on a fresh connection.

@@ -96,6 +96,7 @@ pub struct TestServerBuilder {
     install: Vec<InstallFn>,
     anonymous: bool,
     modes: Vec<AuthorizationMode>,
+    token_file: Option<String>,
 }
 
 impl Default for TestServerBuilder {
@@ -105,6 +106,7 @@ impl Default for TestServerBuilder {
             install: Vec::new(),
             anonymous: true,
             modes: vec![AuthorizationMode::AlwaysAllow],
+            token_file: None,
         }
     }
 }
@@ -134,6 +136,12 @@ impl TestServerBuilder {
         self
     }
 
+    /// Authenticates bearer tokens from this `--token-auth-file` CSV content.
+    pub fn token_file(mut self, csv: &str) -> Self {
+        self.token_file = Some(csv.to_string());
+        self
+    }
+
     /// Starts the server and waits until it listens.
     pub async fn start(self) -> TestServer {
         let pki = TestPki::new();
@@ -145,9 +153,14 @@ impl TestServerBuilder {
         let mut info = SecureServingInfo::new(BindAddress::Listener(listener), pki.serving.clone());
         info.client_ca = Some(client_ca.clone());
         config.secure_serving = Some(info);
+        let token_file = self.token_file.map(|csv| {
+            let path = pki.dir.path().join("tokens.csv");
+            std::fs::write(&path, csv).expect("write token file");
+            path
+        });
         config.authenticator = build_authenticator(&AuthenticatorOptions {
             client_ca: Some(Arc::new(client_ca)),
-            token_file: None,
+            token_file,
             anonymous: self.anonymous,
             anonymous_paths: Vec::new(),
             request_header: None,
@@ -263,3 +276,42 @@ pub fn blocking_handler(
 
 /// Reads a handler's response type, for closures that build responses.
 pub type Handled = Response;
+
+/// A handler that never answers (until the request is dropped).
+pub fn pending_handler() -> HttpService {
+    service_fn(|_req: Request| async move {
+        std::future::pending::<()>().await;
+        with_content_type(StatusCode::OK, "text/plain", "unreachable")
+    })
+}
+
+/// A handler that panics.
+pub fn panic_handler() -> HttpService {
+    service_fn(|req: Request| async move {
+        if req.uri().path().starts_with("/panic") {
+            panic!("test handler panics on purpose");
+        }
+        with_content_type(StatusCode::OK, "text/plain", "unreachable")
+    })
+}
+
+/// A handler answering `name|uid|group1,group2` of the user it sees on the request.
+pub fn echo_user_handler() -> HttpService {
+    service_fn(|req: Request| async move {
+        let body = match req.extensions().get::<apiserver::request::RequestUser>() {
+            Some(user) => format!("{}|{}|{}", user.0.name, user.0.uid, user.0.groups.join(",")),
+            None => "no user".to_string(),
+        };
+        with_content_type(StatusCode::OK, "text/plain", body)
+    })
+}
+
+/// A handler that adds `warnings` (agent `-`) and answers 200 `warned`.
+pub fn warning_handler(warnings: &'static [&'static str]) -> HttpService {
+    service_fn(move |req: Request| async move {
+        for text in warnings {
+            apiserver::request::warning::add_warning(req.extensions(), "-", text);
+        }
+        with_content_type(StatusCode::OK, "text/plain", "warned")
+    })
+}

@@ -73,3 +73,14 @@ impl Ca {
         }
     }
 }
+
+impl Pem {
+    /// The DER bytes of the (first) certificate.
+    pub fn cert_der(&self) -> Vec<u8> {
+        use rustls::pki_types::{CertificateDer, pem::PemObject};
+        CertificateDer::from_pem_slice(self.cert.as_bytes())
+            .expect("cert pem")
+            .as_ref()
+            .to_vec()
+    }
+}

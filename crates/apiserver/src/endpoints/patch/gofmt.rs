@@ -117,6 +117,9 @@ mod tests {
         assert_eq!(go_value(&json!(0.00001)), "1e-05");
         assert_eq!(go_value(&json!(0.0001)), "0.0001");
         assert_eq!(go_string_verb(&json!(1)), "%!s(float64=1)");
-        assert_eq!(go_lists(&[&[json!(1)], &[json!("a"), json!("b")]]), "[[1] [a b]]");
+        assert_eq!(
+            go_lists(&[&[json!(1)], &[json!("a"), json!("b")]]),
+            "[[1] [a b]]"
+        );
     }
 }

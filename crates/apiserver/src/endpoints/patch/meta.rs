@@ -231,9 +231,7 @@ impl<'a> SchemaPatchMeta<'a> {
         match field.get(LIST_TYPE_EXTENSION).and_then(Value::as_str) {
             Some("set") => FieldPatchMeta::new(&["merge"], None),
             Some("map") => match field.get(LIST_MAP_KEYS_EXTENSION).and_then(Value::as_array) {
-                Some(keys) if keys.len() == 1 => {
-                    FieldPatchMeta::new(&["merge"], keys[0].as_str())
-                }
+                Some(keys) if keys.len() == 1 => FieldPatchMeta::new(&["merge"], keys[0].as_str()),
                 _ => FieldPatchMeta::default(),
             },
             _ => FieldPatchMeta::default(),
@@ -296,10 +294,12 @@ impl PatchMeta for SchemaPatchMeta<'_> {
         if meta.strategies.is_empty() && self.list_type_fallback {
             meta = self.list_type_meta(field);
         }
+        // A field declared as a single object but sent as a list (upstream's tests patch a
+        // pointer field that way) describes its items with its own schema.
         let resolved = self.resolve(field)?;
         Ok(FieldLookup {
             meta,
-            schema: self.child(resolved.get("items"))?,
+            schema: self.child(Some(resolved.get("items").unwrap_or(resolved)))?,
         })
     }
 
@@ -357,7 +357,10 @@ mod tests {
         let spec = pod.lookup_map_field("spec").unwrap();
         assert_eq!(spec.meta, FieldPatchMeta::default());
         let containers = spec.schema.lookup_list_field("containers").unwrap();
-        assert_eq!(containers.meta, FieldPatchMeta::new(&["merge"], Some("name")));
+        assert_eq!(
+            containers.meta,
+            FieldPatchMeta::new(&["merge"], Some("name"))
+        );
         let ports = containers.schema.lookup_list_field("ports").unwrap();
         assert_eq!(ports.meta, FieldPatchMeta::default());
 
@@ -387,6 +390,9 @@ mod tests {
         let meta = SchemaPatchMeta::new(&schema).unwrap();
         let field = meta.lookup_list_field("bogus").unwrap();
         assert_eq!(field.meta, FieldPatchMeta::default());
-        assert_eq!(NoMeta.lookup_map_field("x").unwrap().meta, FieldPatchMeta::default());
+        assert_eq!(
+            NoMeta.lookup_map_field("x").unwrap().meta,
+            FieldPatchMeta::default()
+        );
     }
 }

@@ -425,17 +425,68 @@ fn apply_set_element_order(
         (None, None) => return Ok(()),
     };
     let kind = element_type(&[original_list.unwrap_or(&[]), patch_list.unwrap_or(&[])])?;
+    let server_order = match (original_list, patch_list) {
+        (Some(original_list), Some(patch_list))
+            if kind == ElementKind::Map && strategy == MERGE_DIRECTIVE =>
+        {
+            upstream_server_order(original_list, patch_list, merge_key)
+        }
+        _ => original_list.unwrap_or(&[]).to_vec(),
+    };
     let (patch_items, server_only) = partition(merged, order, merge_key)?;
     let ordered = normalize_element_order(
         patch_items,
         server_only,
         order,
-        original_list.unwrap_or(&[]),
+        &server_order,
         merge_key,
         kind,
     )?;
     original.insert(field, Value::Array(ordered));
     Ok(())
+}
+
+/// The live list as upstream sees it when ordering a merged list of maps by
+/// `$setElementOrder`: the original items left after `$patch: delete`, followed by as many of
+/// the newly added items as there were deletions.
+///
+/// Upstream deletes and appends in place, in the array backing the live list, and then orders
+/// by that array: each deletion frees a slot at its end that the next appended item fills. Its
+/// tests pin the resulting orders (a server-only item stays before a new item that took the
+/// slot of a deleted one), so we reproduce the effect.
+fn upstream_server_order(original: &[Value], patch: &[Value], merge_key: &str) -> Vec<Value> {
+    let key_of = |item: &Value| item.get(merge_key).cloned();
+    let mut remaining = original.to_vec();
+    let mut replace = false;
+    for item in patch.iter().filter(|item| has_directive(item)) {
+        match item.get(DIRECTIVE_MARKER).and_then(Value::as_str) {
+            Some(DELETE_DIRECTIVE) => {
+                let deleted = key_of(item);
+                remaining.retain(|kept| {
+                    !matches!((key_of(kept), &deleted), (Some(a), Some(b)) if go_equal(&a, b))
+                });
+            }
+            Some(REPLACE_DIRECTIVE) => replace = true,
+            _ => {}
+        }
+    }
+    if replace {
+        return remaining;
+    }
+    let free_slots = original.len() - remaining.len();
+    let mut added: Vec<Value> = Vec::new();
+    for item in patch.iter().filter(|item| !has_directive(item)) {
+        let Some(key) = key_of(item) else { continue };
+        let known = |list: &[Value]| {
+            list.iter()
+                .any(|v| key_of(v).is_some_and(|k| go_equal(&k, &key)))
+        };
+        if !known(&remaining) && !known(&added) {
+            added.push(item.clone());
+        }
+    }
+    remaining.extend(added.into_iter().take(free_slots));
+    remaining
 }
 
 /// Checks that the patch list's items appear in `order`, in the same relative order
@@ -599,11 +650,12 @@ fn position(list: &[Value], item: &Value, merge_key: &str, kind: ElementKind) ->
             v.as_object().and_then(|m| m.get(merge_key))
         }
         let wanted = key_of(item, merge_key);
-        list.iter().position(|v| match (key_of(v, merge_key), wanted) {
-            (Some(a), Some(b)) => go_equal(a, b),
-            (None, None) => true,
-            _ => false,
-        })
+        list.iter()
+            .position(|v| match (key_of(v, merge_key), wanted) {
+                (Some(a), Some(b)) => go_equal(a, b),
+                (None, None) => true,
+                _ => false,
+            })
     } else {
         list.iter().position(|v| go_equal(v, item))
     }

@@ -112,8 +112,8 @@ impl PatchMeta for NoMeta {
         })
     }
 
-    fn lookup_list_field(&self, _key: &str) -> Result<FieldLookup<'_>, PatchError> {
-        self.lookup_map_field(_key)
+    fn lookup_list_field(&self, key: &str) -> Result<FieldLookup<'_>, PatchError> {
+        self.lookup_map_field(key)
     }
 
     fn name(&self) -> String {

@@ -88,3 +88,34 @@ pub enum PatchError {
     #[error("unable to resolve {0} in OpenAPI V3")]
     UnresolvedReference(String),
 }
+
+impl PatchError {
+    /// The HTTP status kube's PATCH handler answers with for this error.
+    ///
+    /// Upstream turns the malformed-directive errors into 400 and lists of lists into 422;
+    /// every other strategic merge patch error reaches the client as a bare error, which
+    /// becomes a 500 `Status` with reason `""` and the error's message.
+    pub fn status_code(&self) -> http::StatusCode {
+        match self {
+            Self::BadJsonDoc
+            | Self::BadPatchFormatForPrimitiveList
+            | Self::BadPatchFormatForRetainKeys
+            | Self::BadPatchFormatForSetElementOrderList => http::StatusCode::BAD_REQUEST,
+            Self::NoListOfLists => http::StatusCode::UNPROCESSABLE_ENTITY,
+            _ => http::StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::PatchError;
+
+    #[test]
+    fn status_codes_follow_the_patch_handler() {
+        assert_eq!(PatchError::BadJsonDoc.status_code(), 400);
+        assert_eq!(PatchError::BadPatchFormatForRetainKeys.status_code(), 400);
+        assert_eq!(PatchError::NoListOfLists.status_code(), 422);
+        assert_eq!(PatchError::MergeDirectiveInList.status_code(), 500);
+    }
+}

@@ -1,1 +1,3 @@
 //! REST endpoints, discovery and OpenAPI.
+
+pub mod patch;

@@ -1,1 +1,4 @@
 //! REST endpoints, discovery and OpenAPI.
+
+pub mod discovery;
+pub mod negotiation;

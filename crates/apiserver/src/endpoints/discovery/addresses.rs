@@ -141,13 +141,13 @@ pub fn client_ip(headers: &HeaderMap, connection: Option<&ConnectionInfo>) -> Op
             .and_then(|v| v.to_str().ok())
             .filter(|v| !v.is_empty())
     };
-    if let Some(forwarded) = header("x-forwarded-for") {
-        if let Some(ip) = forwarded
+    let forwarded = header("x-forwarded-for").and_then(|forwarded| {
+        forwarded
             .split(',')
             .find_map(|part| part.trim().parse::<IpAddr>().ok())
-        {
-            return Some(ip);
-        }
+    });
+    if forwarded.is_some() {
+        return forwarded;
     }
     if let Some(ip) = header("x-real-ip").and_then(|v| v.parse::<IpAddr>().ok()) {
         return Some(ip);

@@ -401,6 +401,165 @@ mod tests {
         negotiate_media_type_options(accept, supported, &DefaultEndpointRestrictions)
     }
 
+    // Upstream `negotiate_test.go TestNegotiate`.
+    #[test]
+    fn upstream_negotiate_table() {
+        let json_only: &[SerializerInfo] = &[JSON];
+        let proto = SerializerInfo {
+            media_type: "application/protobuf",
+            streaming: false,
+            pretty: false,
+        };
+        let json_and_proto: &[SerializerInfo] = &[JSON, proto];
+        let bare: &[SerializerInfo] = &[SerializerInfo {
+            media_type: "application",
+            streaming: false,
+            pretty: false,
+        }];
+        let uri = |s: &str| s.parse::<http::Uri>().unwrap();
+        let headers = |pairs: &[(header::HeaderName, &'static str)]| {
+            HeaderMap::from_iter(
+                pairs
+                    .iter()
+                    .map(|(k, v)| (k.clone(), HeaderValue::from_static(v))),
+            )
+        };
+        let accept = |v: &'static str| headers(&[(header::ACCEPT, v)]);
+        // (path, headers, supported, Ok((media type, pretty)) or Err(message))
+        let table: Vec<(
+            &str,
+            HeaderMap,
+            &[SerializerInfo],
+            Result<(&str, bool), &str>,
+        )> = vec![
+            (
+                "/",
+                HeaderMap::new(),
+                json_only,
+                Ok(("application/json", false)),
+            ),
+            (
+                "/",
+                accept("*/*"),
+                json_only,
+                Ok(("application/json", false)),
+            ),
+            (
+                "/",
+                accept("application/*"),
+                json_only,
+                Ok(("application/json", false)),
+            ),
+            (
+                "/",
+                accept("application/json"),
+                json_only,
+                Ok(("application/json", false)),
+            ),
+            (
+                "/",
+                accept("application/json; export=true"),
+                json_only,
+                Ok(("application/json", false)),
+            ),
+            (
+                "/",
+                accept("application/json"),
+                json_and_proto,
+                Ok(("application/json", false)),
+            ),
+            (
+                "/",
+                accept("application/protobuf"),
+                json_and_proto,
+                Ok(("application/protobuf", false)),
+            ),
+            (
+                "/",
+                accept("application/json; pretty=1"),
+                json_only,
+                Ok(("application/json", true)),
+            ),
+            (
+                "/",
+                accept("unrecognized/stuff,application/json; pretty=1"),
+                json_only,
+                Ok(("application/json", true)),
+            ),
+            (
+                "/?pretty=1",
+                accept("application/json"),
+                json_only,
+                Ok(("application/json", true)),
+            ),
+            (
+                "/",
+                headers(&[
+                    (header::ACCEPT, "application/json"),
+                    (header::USER_AGENT, "curl"),
+                ]),
+                json_only,
+                Ok(("application/json", true)),
+            ),
+            (
+                "/",
+                headers(&[
+                    (header::ACCEPT, "application/json"),
+                    (header::USER_AGENT, "Wget"),
+                ]),
+                json_only,
+                Ok(("application/json", true)),
+            ),
+            (
+                "/",
+                headers(&[
+                    (header::ACCEPT, "application/json"),
+                    (header::USER_AGENT, "Mozilla/5.0"),
+                ]),
+                json_only,
+                Ok(("application/json", true)),
+            ),
+            (
+                "/",
+                accept("application"),
+                bare,
+                Err("only the following media types are accepted: application"),
+            ),
+            (
+                "/",
+                HeaderMap::new(),
+                &[],
+                Err("only the following media types are accepted: "),
+            ),
+            (
+                "/",
+                accept("*/*"),
+                &[],
+                Err("only the following media types are accepted: "),
+            ),
+        ];
+        for (i, (path, headers, supported, want)) in table.into_iter().enumerate() {
+            let got = negotiate_output_media_type(
+                &uri(path),
+                &headers,
+                supported,
+                &DefaultEndpointRestrictions,
+            );
+            match (got, want) {
+                (Ok(got), Ok((media_type, pretty))) => {
+                    assert_eq!(got.options.accepted.media_type, media_type, "case {i}");
+                    assert_eq!(got.pretty, pretty, "case {i}");
+                }
+                (Err(err), Err(message)) => {
+                    assert_eq!(err.0.message, message, "case {i}");
+                    assert_eq!(err.code(), StatusCode::NOT_ACCEPTABLE, "case {i}");
+                    assert_eq!(err.0.status, "Failure", "case {i}");
+                }
+                (got, want) => panic!("case {i}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
     #[test]
     fn parse_sorts_by_q_then_specificity() {
         let clauses = parse_accept("text/*;q=0.5, */*;q=0.1, application/json, text/plain;q=0.5");

@@ -426,12 +426,13 @@ mod tests {
         };
         let accept = |v: &'static str| headers(&[(header::ACCEPT, v)]);
         // (path, headers, supported, Ok((media type, pretty)) or Err(message))
-        let table: Vec<(
-            &str,
+        type Case<'a> = (
+            &'a str,
             HeaderMap,
-            &[SerializerInfo],
-            Result<(&str, bool), &str>,
-        )> = vec![
+            &'a [SerializerInfo],
+            Result<(&'a str, bool), &'a str>,
+        );
+        let table: Vec<Case> = vec![
             (
                 "/",
                 HeaderMap::new(),

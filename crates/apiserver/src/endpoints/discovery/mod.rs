@@ -12,6 +12,7 @@ pub mod aggregated_types;
 pub mod convert;
 pub mod handlers;
 pub mod manager;
+pub mod storage_version_hash;
 pub mod types;
 pub mod version_order;
 
@@ -19,6 +20,7 @@ pub use addresses::{Addresses, CidrRule, IpCidr};
 pub use convert::{ConvertError, convert_api_resources_to_discovery};
 pub use handlers::{AGGREGATED_CONTENT_TYPE, DiscoveryPath};
 pub use manager::{DiscoveryError, DiscoveryManager, Priority};
+pub use storage_version_hash::storage_version_hash;
 pub use types::APIResource;
 
 #[cfg(test)]

@@ -50,6 +50,31 @@ impl Default for Priority {
     }
 }
 
+/// Who provides a group-version. When several sources provide the same group-version, the
+/// lowest wins (upstream `Source`: an aggregated API server's document beats the built-in one,
+/// which beats a custom resource's).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Source {
+    /// Discovered from an aggregated API server.
+    Aggregator = 0,
+    /// Built into this server.
+    #[default]
+    Builtin = 100,
+    /// A custom resource definition.
+    Crd = 200,
+}
+
+/// How a group-version is added: its source, priority and freshness.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VersionOptions {
+    /// Who provides it.
+    pub source: Source,
+    /// `None` keeps the priority the group-version already has, or the defaults (1000, 15).
+    pub priority: Option<Priority>,
+    /// `Stale` for a source that could not be refreshed.
+    pub freshness: DiscoveryFreshness,
+}
+
 /// Errors from changing the advertised API.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DiscoveryError {
@@ -65,6 +90,7 @@ pub enum DiscoveryError {
 #[derive(Clone, Debug, PartialEq)]
 struct VersionEntry {
     version: String,
+    source: Source,
     /// Sorted by name, as the unaggregated `APIResourceList` lists them.
     resources: Vec<APIResource>,
     freshness: DiscoveryFreshness,
@@ -75,8 +101,24 @@ struct VersionEntry {
 #[derive(Clone, Debug)]
 struct GroupEntry {
     name: String,
-    /// In insertion order; the first is the preferred version in unaggregated discovery.
+    /// In insertion order; the first is the preferred version in unaggregated discovery. A
+    /// version may appear once per source.
     versions: Vec<VersionEntry>,
+}
+
+impl GroupEntry {
+    /// The served versions: each version once, in first-insertion order, from its lowest source.
+    fn effective_versions(&self) -> Vec<&VersionEntry> {
+        let mut out: Vec<&VersionEntry> = Vec::with_capacity(self.versions.len());
+        for entry in &self.versions {
+            match out.iter_mut().find(|v| v.version == entry.version) {
+                Some(winner) if entry.source < winner.source => *winner = entry,
+                Some(_) => {}
+                None => out.push(entry),
+            }
+        }
+        out
+    }
 }
 
 #[derive(Default)]
@@ -166,10 +208,11 @@ impl DiscoveryManager {
     }
 
     /// Adds (or replaces) `group`/`version` with `resources` (top-level resources and
-    /// `resource/subresource` entries; sorted by name here). `priority: None` keeps the
-    /// version's current priority, or the defaults (1000, 15) for a new version. A new group is
-    /// appended to the `/apis` order; a new version to its group's versions (the first version
-    /// added is the preferred one). Adding exactly what is there changes nothing.
+    /// `resource/subresource` entries; sorted by name here) from the built-in source.
+    /// `priority: None` keeps the version's current priority, or the defaults (1000, 15) for a
+    /// new version. A new group is appended to the `/apis` order; a new version to its group's
+    /// versions (the first version added is the preferred one). Adding exactly what is there
+    /// changes nothing.
     pub fn add_group_version(
         &self,
         group: &str,
@@ -177,24 +220,20 @@ impl DiscoveryManager {
         resources: Vec<APIResource>,
         priority: Option<Priority>,
     ) -> Result<(), DiscoveryError> {
-        self.add_group_version_with_freshness(
-            group,
-            version,
-            resources,
+        let options = VersionOptions {
             priority,
-            DiscoveryFreshness::Current,
-        )
+            ..VersionOptions::default()
+        };
+        self.add_group_version_with(group, version, resources, options)
     }
 
-    /// [`add_group_version`](Self::add_group_version) with an explicit freshness (`Stale` for a
-    /// source that could not be refreshed).
-    pub fn add_group_version_with_freshness(
+    /// [`add_group_version`](Self::add_group_version) with an explicit source and freshness.
+    pub fn add_group_version_with(
         &self,
         group: &str,
         version: &str,
         mut resources: Vec<APIResource>,
-        priority: Option<Priority>,
-        freshness: DiscoveryFreshness,
+        options: VersionOptions,
     ) -> Result<(), DiscoveryError> {
         if version.is_empty() {
             return Err(DiscoveryError::EmptyVersion(group.to_string()));
@@ -203,7 +242,7 @@ impl DiscoveryManager {
         let aggregated = APIVersionDiscovery {
             version: version.to_string(),
             resources: convert_api_resources_to_discovery(&resources)?,
-            freshness,
+            freshness: options.freshness,
         };
         let mut state = self.write();
         let index = match state.groups.iter().position(|g| g.name == group) {
@@ -217,14 +256,19 @@ impl DiscoveryManager {
             }
         };
         let entry = &mut state.groups[index];
-        let existing = entry.versions.iter_mut().find(|v| v.version == version);
-        let priority = priority
+        let existing = entry
+            .versions
+            .iter_mut()
+            .find(|v| v.version == version && v.source == options.source);
+        let priority = options
+            .priority
             .or_else(|| existing.as_ref().map(|v| v.priority))
             .unwrap_or_default();
         let new = VersionEntry {
             version: version.to_string(),
+            source: options.source,
             resources,
-            freshness,
+            freshness: options.freshness,
             aggregated,
             priority,
         };
@@ -237,7 +281,8 @@ impl DiscoveryManager {
         Ok(())
     }
 
-    /// Sets the priority of an existing group-version; `false` when it does not exist.
+    /// Sets the priority of an existing group-version (from every source); `false` when it does
+    /// not exist.
     pub fn set_group_version_priority(
         &self,
         group: &str,
@@ -245,47 +290,56 @@ impl DiscoveryManager {
         priority: Priority,
     ) -> bool {
         let mut state = self.write();
-        let Some(entry) = state
-            .groups
-            .iter_mut()
-            .find(|g| g.name == group)
-            .and_then(|g| g.versions.iter_mut().find(|v| v.version == version))
-        else {
+        let Some(group) = state.groups.iter_mut().find(|g| g.name == group) else {
             return false;
         };
-        if entry.priority != priority {
+        let mut found = false;
+        let mut changed = false;
+        for entry in group.versions.iter_mut().filter(|v| v.version == version) {
+            found = true;
+            changed |= entry.priority != priority;
             entry.priority = priority;
+        }
+        if changed {
             self.invalidate();
         }
-        true
+        found
     }
 
-    /// Removes one version; the group goes when its last version does. `false` if absent.
+    /// Removes one version of the built-in source; the group goes when its last version does.
+    /// `false` if absent.
     pub fn remove_group_version(&self, group: &str, version: &str) -> bool {
+        self.remove_group_version_from(Source::Builtin, group, version)
+    }
+
+    /// Removes one version provided by `source`. `false` if absent.
+    pub fn remove_group_version_from(&self, source: Source, group: &str, version: &str) -> bool {
+        self.remove_where(group, |v| v.version == version && v.source == source)
+    }
+
+    /// Removes every version the built-in source provides for `group`. `false` if absent.
+    pub fn remove_group(&self, group: &str) -> bool {
+        self.remove_group_from(Source::Builtin, group)
+    }
+
+    /// Removes every version `source` provides for `group`. `false` if absent.
+    pub fn remove_group_from(&self, source: Source, group: &str) -> bool {
+        self.remove_where(group, |v| v.source == source)
+    }
+
+    fn remove_where(&self, group: &str, doomed: impl Fn(&VersionEntry) -> bool) -> bool {
         let mut state = self.write();
         let Some(index) = state.groups.iter().position(|g| g.name == group) else {
             return false;
         };
         let versions = &mut state.groups[index].versions;
         let before = versions.len();
-        versions.retain(|v| v.version != version);
+        versions.retain(|v| !doomed(v));
         if versions.len() == before {
             return false;
         }
         if versions.is_empty() {
             state.groups.remove(index);
-        }
-        self.invalidate();
-        true
-    }
-
-    /// Removes a group and all its versions. `false` if absent.
-    pub fn remove_group(&self, group: &str) -> bool {
-        let mut state = self.write();
-        let before = state.groups.len();
-        state.groups.retain(|g| g.name != group);
-        if state.groups.len() == before {
-            return false;
         }
         self.invalidate();
         true
@@ -354,10 +408,10 @@ impl DiscoveryManager {
     /// `/apis/<group>/<version>` (or `/api/v1` for group `""`), or `None` when not registered.
     pub fn api_resource_list(&self, group: &str, version: &str) -> Option<APIResourceList> {
         let state = self.read();
-        let entry = state
-            .group(group)?
-            .versions
-            .iter()
+        let group_entry = state.group(group)?;
+        let entry = group_entry
+            .effective_versions()
+            .into_iter()
             .find(|v| v.version == version)?;
         Some(APIResourceList {
             kind: "APIResourceList".into(),
@@ -395,8 +449,8 @@ fn versioned(group: &str) -> String {
 
 fn unaggregated_group(group: &GroupEntry) -> APIGroup {
     let versions: Vec<GroupVersionForDiscovery> = group
-        .versions
-        .iter()
+        .effective_versions()
+        .into_iter()
         .map(|v| GroupVersionForDiscovery::new(&group.name, &v.version))
         .collect();
     APIGroup {
@@ -417,15 +471,14 @@ fn compute_aggregated(state: &State, legacy: bool) -> CachedAggregated {
         .iter()
         .filter(|g| g.name.is_empty() == legacy)
         .map(|g| {
-            let mut versions: Vec<&VersionEntry> = g.versions.iter().collect();
+            let mut versions = g.effective_versions();
             versions.sort_by(|a, b| {
                 b.priority
                     .version_priority
                     .cmp(&a.priority.version_priority)
                     .then_with(|| compare_kube_aware_versions(&b.version, &a.version))
             });
-            let priority = g
-                .versions
+            let priority = versions
                 .iter()
                 .map(|v| v.priority.group_priority_minimum)
                 .max()

@@ -19,7 +19,7 @@ pub mod version_order;
 pub use addresses::{Addresses, CidrRule, IpCidr};
 pub use convert::{ConvertError, convert_api_resources_to_discovery};
 pub use handlers::{AGGREGATED_CONTENT_TYPE, DiscoveryPath};
-pub use manager::{DiscoveryError, DiscoveryManager, Priority};
+pub use manager::{DiscoveryError, DiscoveryManager, Priority, Source, VersionOptions};
 pub use storage_version_hash::storage_version_hash;
 pub use types::APIResource;
 

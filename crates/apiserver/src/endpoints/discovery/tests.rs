@@ -790,12 +790,14 @@ fn scope_mismatch_is_refused_and_changes_nothing() {
 #[test]
 fn stale_freshness_is_served() {
     let m = manager();
-    m.add_group_version_with_freshness(
+    m.add_group_version_with(
         "metrics.k8s.io",
         "v1beta1",
         vec![],
-        None,
-        DiscoveryFreshness::Stale,
+        VersionOptions {
+            freshness: DiscoveryFreshness::Stale,
+            ..Default::default()
+        },
     )
     .unwrap();
     let doc = m.aggregated(false);
@@ -896,4 +898,73 @@ async fn served_through_a_path_recorder_mux() {
     let resources: types::APIResourceList =
         serde_json::from_str(&get(&service, "/apis/apps/v1", "").await.body).unwrap();
     assert_eq!(resources.resources[0].name, "deployments");
+}
+
+fn from(source: Source) -> VersionOptions {
+    VersionOptions {
+        source,
+        ..Default::default()
+    }
+}
+
+// Upstream `TestMultipleSources`: versions of one group from several sources are merged.
+#[tokio::test]
+async fn multiple_sources_merge_into_one_group() {
+    let m = manager();
+    m.add_group_version_with(
+        "stable.example.com",
+        "v1",
+        vec![simple("crontabs", "CronTab")],
+        from(Source::Crd),
+    )
+    .unwrap();
+    m.add_group_version_with(
+        "stable.example.com",
+        "v2",
+        vec![simple("crontabs", "CronTab")],
+        from(Source::Aggregator),
+    )
+    .unwrap();
+    let list = decode(&get(&m.apis_root_service(), "/apis", AGG_V2).await.body);
+    assert_eq!(group_names(&list), strings(&["stable.example.com"]));
+    assert_eq!(
+        version_names(&list, "stable.example.com"),
+        strings(&["v2", "v1"])
+    );
+    let group = m.api_group("stable.example.com").unwrap();
+    assert_eq!(group.versions.len(), 2);
+
+    // Removing one source's version leaves the other.
+    assert!(!m.remove_group("stable.example.com"), "nothing built in");
+    assert!(m.remove_group_from(Source::Crd, "stable.example.com"));
+    let list = decode(&get(&m.apis_root_service(), "/apis", AGG_V2).await.body);
+    assert_eq!(version_names(&list, "stable.example.com"), strings(&["v2"]));
+}
+
+// Upstream `TestSourcePrecedence`: for the same group-version the lowest source wins, and the
+// other shows again once the winner is removed.
+#[tokio::test]
+async fn lowest_source_wins_for_a_duplicated_group_version() {
+    let m = manager();
+    m.add_group_version_with(
+        "apps",
+        "v1",
+        vec![simple("fromcrds", "FromCrd")],
+        from(Source::Crd),
+    )
+    .unwrap();
+    m.add_group_version("apps", "v1", vec![simple("builtins", "Builtin")], None)
+        .unwrap();
+    let service = m.service();
+    let list = decode(&get(&service, "/apis", AGG_V2).await.body);
+    assert_eq!(list.items[0].versions.len(), 1);
+    assert_eq!(list.items[0].versions[0].resources[0].resource, "builtins");
+    let resources: types::APIResourceList =
+        serde_json::from_str(&get(&service, "/apis/apps/v1", "").await.body).unwrap();
+    assert_eq!(resources.resources[0].name, "builtins");
+    assert_eq!(m.api_group("apps").unwrap().versions.len(), 1);
+
+    assert!(m.remove_group_version("apps", "v1"));
+    let list = decode(&get(&service, "/apis", AGG_V2).await.body);
+    assert_eq!(list.items[0].versions[0].resources[0].resource, "fromcrds");
 }

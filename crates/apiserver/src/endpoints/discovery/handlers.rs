@@ -137,10 +137,13 @@ fn write_aggregated(manager: &DiscoveryManager, req: &Request, legacy: bool) -> 
     };
     let cached = manager.aggregated(legacy);
     let quoted = format!("\"{}\"", cached.etag);
-    let mut response = if req
-        .headers()
-        .get(header::IF_NONE_MATCH)
-        .is_some_and(|tag| tag.as_bytes() == quoted.as_bytes())
+    // Upstream serves without cache headers when it could not compute a tag.
+    let tagged = !cached.etag.is_empty();
+    let mut response = if tagged
+        && req
+            .headers()
+            .get(header::IF_NONE_MATCH)
+            .is_some_and(|tag| tag.as_bytes() == quoted.as_bytes())
     {
         let mut response = http::Response::new(empty());
         *response.status_mut() = StatusCode::NOT_MODIFIED;
@@ -156,12 +159,14 @@ fn write_aggregated(manager: &DiscoveryManager, req: &Request, legacy: bool) -> 
         };
         json_response(AGGREGATED_CONTENT_TYPE, body)
     };
-    let headers = response.headers_mut();
-    if let Ok(etag) = HeaderValue::from_str(&quoted) {
-        headers.insert(header::ETAG, etag);
+    if tagged {
+        let headers = response.headers_mut();
+        if let Ok(etag) = HeaderValue::from_str(&quoted) {
+            headers.insert(header::ETAG, etag);
+        }
+        headers.insert(header::VARY, HeaderValue::from_static("Accept"));
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
     }
-    headers.insert(header::VARY, HeaderValue::from_static("Accept"));
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("public"));
     response
 }
 

@@ -6,6 +6,10 @@
 //!   `/api/v1` and `/apis/<g>/<v>` → `APIResourceList` (unaggregated, [`types`]);
 //! * `/api` and `/apis` → `APIGroupDiscoveryList` when the client asks for aggregated
 //!   discovery `v2` ([`aggregated_types`]), with ETag-based caching.
+//!
+//! The core group is the group named `""`. Group-versions can come from several [`Source`]s
+//! (built-in, custom resources, aggregated servers); the lowest source wins a duplicate.
+//! Output negotiation is shared with the REST layer ([`crate::endpoints::negotiation`]).
 
 pub mod addresses;
 pub mod aggregated_types;

@@ -1,3 +1,5 @@
 //! REST endpoints, discovery and OpenAPI.
 
+pub mod discovery;
+pub mod negotiation;
 pub mod patch;

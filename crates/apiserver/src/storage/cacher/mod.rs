@@ -1,0 +1,1 @@
+//! The watch cache (upstream `pkg/storage/cacher`).

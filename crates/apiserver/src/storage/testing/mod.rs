@@ -11,6 +11,9 @@ use http::StatusCode;
 
 use super::*;
 
+#[cfg(feature = "etcd")]
+pub mod etcd_server;
+
 /// How long a test waits for an expected event before failing.
 pub const EVENT_TIMEOUT: Duration = Duration::from_secs(20);
 

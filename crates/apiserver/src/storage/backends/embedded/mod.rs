@@ -334,9 +334,7 @@ fn read_list(
         }
     } else {
         let mut pending: Option<(String, u64, Record)> = None;
-        let flush = |p: Option<(String, u64, Record)>,
-                     visit: &mut Visitor<'_>|
-         -> Result<bool> {
+        let flush = |p: Option<(String, u64, Record)>, visit: &mut Visitor<'_>| -> Result<bool> {
             match p {
                 Some((key, mod_rev, Record { value: Some(v), .. })) => visit(&key, mod_rev, &v),
                 _ => Ok(true),

@@ -213,6 +213,13 @@ pub trait Storage: Send + Sync {
 
     /// Health of the backend for `/readyz` and `/livez` (check name `etcd`).
     fn health(&self) -> BoxFuture<'_, Result<(), String>>;
+
+    /// Whether a progress notification (the bookmark a watch with `progress_notify` sends after
+    /// [`WatchStream::request_progress`]) proves every change up to its revision has been
+    /// delivered. The watch cache serves consistent reads from memory only then.
+    fn reliable_progress(&self) -> bool {
+        false
+    }
 }
 
 /// Normalizes a list prefix as upstream does for recursive operations: a trailing `/`.

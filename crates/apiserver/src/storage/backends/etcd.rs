@@ -49,6 +49,11 @@ pub struct EtcdConfig {
     pub request_timeout: Duration,
     /// Deadline of the health check (`--etcd-healthcheck-timeout`, default 2s).
     pub health_timeout: Duration,
+    /// Trust etcd's progress notifications to mean "everything up to this revision was sent".
+    /// etcd before 3.4.31 / 3.5.13 may send them ahead of pending events (etcd#15220), so this
+    /// is off by default: bookmarks then carry the last delivered revision only, and the watch
+    /// cache sends consistent reads to etcd.
+    pub trust_progress_notify: bool,
 }
 
 impl Default for EtcdConfig {
@@ -61,6 +66,7 @@ impl Default for EtcdConfig {
             key_file: None,
             request_timeout: Duration::from_secs(10),
             health_timeout: Duration::from_secs(2),
+            trust_progress_notify: false,
         }
     }
 }
@@ -504,8 +510,11 @@ impl EtcdWatch {
                 let header_rev = rev_u64(resp.header().map(|h| h.revision()).unwrap_or(0));
                 if resp.events().is_empty() {
                     if !resp.created() && header_rev > 0 {
-                        // A progress notification: nothing up to header_rev is pending.
-                        last = last.max(header_rev);
+                        // A progress notification: nothing up to header_rev is pending (when
+                        // etcd can be trusted on that).
+                        if self.storage.config.trust_progress_notify {
+                            last = last.max(header_rev);
+                        }
                         if self.opts.progress_notify {
                             let ok = self
                                 .send(WatchEvent::Bookmark {
@@ -795,6 +804,10 @@ impl Storage for EtcdStorage {
 
     fn compacted_revision(&self) -> u64 {
         self.compact_rev.load(Ordering::SeqCst)
+    }
+
+    fn reliable_progress(&self) -> bool {
+        self.config.trust_progress_notify
     }
 
     fn health(&self) -> BoxFuture<'_, Result<(), String>> {

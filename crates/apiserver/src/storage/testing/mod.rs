@@ -161,10 +161,10 @@ pub async fn get(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
         .unwrap();
     assert!(updated.resource_version > created.resource_version);
     for rv in [
-        "",
-        "0",
         &created.resource_version.to_string(),
         &updated.resource_version.to_string(),
+        "",
+        "0",
     ] {
         let got = s
             .get(
@@ -367,7 +367,20 @@ pub async fn list(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
     assert_eq!(names(&l), ["a", "b", "c"]);
     assert!(l.resource_version >= c.resource_version);
     assert_eq!(note(&l.items[0]), "2");
-    // resourceVersion=0: any state is fine, but it must be complete for a quiet store.
+    // NotOlderThan the last write: complete (a cache waits until it caught up).
+    let fresh = s
+        .list(
+            p,
+            ListOptions {
+                resource_version: c.resource_version.to_string(),
+                resource_version_match: ResourceVersionMatch::NotOlderThan,
+                ..all(p)
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(names(&fresh), ["a", "b", "c"]);
+    // resourceVersion=0: any state is fine; after the read above it must be complete.
     let l0 = s
         .list(
             p,

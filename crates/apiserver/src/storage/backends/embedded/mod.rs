@@ -842,6 +842,11 @@ impl Storage for EmbeddedStorage {
         self.inner.shared.compact_rev.load(Ordering::SeqCst)
     }
 
+    fn reliable_progress(&self) -> bool {
+        // Progress is published on the same ordered broadcast as the changes.
+        true
+    }
+
     fn health(&self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             if !self.inner.shared.healthy.load(Ordering::SeqCst) {

@@ -5,6 +5,8 @@
 //! the backlog from `by_rev`, and skips what it has already delivered, so it sees every revision
 //! exactly once; if it falls behind the broadcast it re-reads the backlog.
 
+#[cfg(test)]
+mod crash_tests;
 pub mod layout;
 pub mod writer;
 

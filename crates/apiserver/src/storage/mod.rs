@@ -15,6 +15,7 @@ pub mod cacher;
 pub mod compactor;
 pub mod continue_token;
 pub mod errors;
+pub mod factory;
 pub mod selection;
 #[cfg(test)]
 pub mod testing;

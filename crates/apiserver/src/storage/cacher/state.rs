@@ -137,6 +137,13 @@ impl State {
 
     /// Applies one event from the storage watch and fans it out.
     pub fn apply(&mut self, ev: WatchEvent, attrs: &GetAttrs) {
+        if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) = &ev
+            && o.resource_version <= self.rev
+        {
+            // Already reflected (a duplicate after a reconnect): applying it again would
+            // move the store backwards.
+            return;
+        }
         let (key, rev, cur, prev) = match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                 let (key, rev) = (o.key.clone(), o.resource_version);
@@ -160,9 +167,6 @@ impl State {
             }
             WatchEvent::Error(_) => return,
         };
-        if rev <= self.rev {
-            return;
-        }
         self.rev = rev;
         let event = Arc::new(CachedEvent {
             key,

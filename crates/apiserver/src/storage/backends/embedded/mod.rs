@@ -20,7 +20,7 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use self::layout::{
-    BY_REV, HISTORY, LATEST, META, META_COMPACT, META_REV, Record, db_err, meta_get, version_at,
+    BY_REV, HISTORY, LATEST, META, META_COMPACT, Record, db_err, meta_get, version_at,
     version_before,
 };
 use self::writer::{Expect, Op, Outcome, Request};
@@ -129,9 +129,12 @@ impl EmbeddedStorage {
             let (rev, compact) = {
                 txn.open_table(HISTORY).map_err(db_err)?;
                 txn.open_table(LATEST).map_err(db_err)?;
-                txn.open_table(BY_REV).map_err(db_err)?;
                 let meta = txn.open_table(META).map_err(db_err)?;
-                (meta_get(&meta, META_REV)?, meta_get(&meta, META_COMPACT)?)
+                let by_rev = txn.open_table(BY_REV).map_err(db_err)?;
+                (
+                    layout::current_rev(&by_rev, &meta)?,
+                    meta_get(&meta, META_COMPACT)?,
+                )
             };
             txn.commit().map_err(db_err)?;
             (rev, compact)
@@ -250,7 +253,7 @@ fn read_list(
 ) -> Result<ListResult> {
     let txn = db.begin_read().map_err(db_err)?;
     let meta = txn.open_table(META).map_err(db_err)?;
-    let current = meta_get(&meta, META_REV)?;
+    let current = layout::current_rev(&txn.open_table(BY_REV).map_err(db_err)?, &meta)?;
     let compact = meta_get(&meta, META_COMPACT)?;
     if plan.min_rev > current {
         return Err(StorageError::TooLargeResourceVersion {
@@ -381,7 +384,7 @@ fn read_backlog(
 ) -> Result<(Vec<RawEvent>, u64, bool)> {
     let txn = db.begin_read().map_err(db_err)?;
     let meta = txn.open_table(META).map_err(db_err)?;
-    let current = meta_get(&meta, META_REV)?;
+    let current = layout::current_rev(&txn.open_table(BY_REV).map_err(db_err)?, &meta)?;
     let compact = meta_get(&meta, META_COMPACT)?;
     if after + 1 < compact {
         return Err(StorageError::Expired {
@@ -631,7 +634,8 @@ impl Storage for EmbeddedStorage {
                 .read(move |db| {
                     let txn = db.begin_read().map_err(db_err)?;
                     let meta = txn.open_table(META).map_err(db_err)?;
-                    let current = meta_get(&meta, META_REV)?;
+                    let current =
+                        layout::current_rev(&txn.open_table(BY_REV).map_err(db_err)?, &meta)?;
                     if min > current {
                         return Err(StorageError::TooLargeResourceVersion {
                             requested: min,
@@ -827,7 +831,7 @@ impl Storage for EmbeddedStorage {
             self.read(|db| {
                 let txn = db.begin_read().map_err(db_err)?;
                 let meta = txn.open_table(META).map_err(db_err)?;
-                meta_get(&meta, META_REV)
+                layout::current_rev(&txn.open_table(BY_REV).map_err(db_err)?, &meta)
             })
             .await
         })

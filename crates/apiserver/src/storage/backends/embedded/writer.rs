@@ -138,8 +138,9 @@ fn apply_batch(db: &Database, batch: &[Request]) -> Result<BatchResult, StorageE
         let mut latest = txn.open_table(LATEST).map_err(db_err)?;
         let mut by_rev = txn.open_table(BY_REV).map_err(db_err)?;
         let mut meta = txn.open_table(META).map_err(db_err)?;
-        let mut rev = meta_get(&meta, META_REV)?;
+        let mut rev = super::layout::current_rev(&by_rev, &meta)?;
         let mut compact = meta_get(&meta, META_COMPACT)?;
+        let compact_before = compact;
         for req in batch {
             let res = match &req.op {
                 Op::Put { key, value, expect } => {
@@ -269,8 +270,10 @@ fn apply_batch(db: &Database, batch: &[Request]) -> Result<BatchResult, StorageE
             };
             results.push(res);
         }
-        meta.insert(META_REV, rev).map_err(db_err)?;
-        meta.insert(META_COMPACT, compact).map_err(db_err)?;
+        if compact != compact_before {
+            meta.insert(META_REV, rev).map_err(db_err)?;
+            meta.insert(META_COMPACT, compact).map_err(db_err)?;
+        }
     }
     txn.commit().map_err(db_err)?;
     Ok(results)

@@ -522,6 +522,30 @@ pub async fn pagination(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
     s.create(&format!("{p}ns/p03a"), pod("ns", "p03a", &[]))
         .await
         .unwrap();
+    // And a writer keeps changing objects while the pages are read.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = {
+        let (s, p, stop) = (s.clone(), p.to_string(), stop.clone());
+        tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                n += 1;
+                let name = format!("p{:02}", n % 10);
+                let pick = if n % 10 % 3 == 0 { "yes" } else { "no" };
+                let mut f = |_: Option<&Object>| {
+                    Ok(pod_with(
+                        "ns",
+                        &name,
+                        &[("pick", pick)],
+                        &format!("churn{n}"),
+                    ))
+                };
+                let _ = s
+                    .guaranteed_update(&format!("{p}ns/{name}"), true, None, &mut f)
+                    .await;
+            }
+        })
+    };
     let mut seen = names(&first);
     let mut token = Some(token);
     while let Some(t) = token {
@@ -534,6 +558,8 @@ pub async fn pagination(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
         seen.extend(names(&page));
         token = page.continue_token;
     }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    churn.await.unwrap();
     let want: Vec<String> = (0..10).map(|i| format!("p{i:02}")).collect();
     assert_eq!(seen, want);
     // With a filter: pages hold only matches, and all matches are seen once.

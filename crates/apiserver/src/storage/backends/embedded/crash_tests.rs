@@ -124,10 +124,11 @@ fn crash_cycles() {
             for (key, rev) in acked {
                 assert_eq!(stored.get(key), Some(rev), "cycle {cycle}: lost {key}");
             }
-            // Every revision 1..=current is exactly one stored create: no gap, no reuse.
+            // Every revision 2..=current (1 is the empty store) is exactly one stored create:
+            // no gap, no reuse.
             let mut revs: Vec<u64> = stored.values().copied().collect();
             revs.sort_unstable();
-            let expected: Vec<u64> = (1..=current).collect();
+            let expected: Vec<u64> = (2..=current).collect();
             assert_eq!(
                 revs, expected,
                 "cycle {cycle}: revisions have gaps or reuse"

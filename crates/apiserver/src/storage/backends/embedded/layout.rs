@@ -115,7 +115,10 @@ pub fn current_rev<B: ReadableTable<u64, &'static str>, M: ReadableTable<&'stati
         .map_err(db_err)?
         .map(|(k, _)| k.value())
         .unwrap_or(0);
-    Ok(last.max(meta_get(meta, META_REV)?))
+    // Like etcd, an empty store is at revision 1 (the first write gets 2): revision 0 never
+    // names a state, so "0" can keep meaning "any" and a list of an empty store still returns
+    // a revision a watch can start after.
+    Ok(last.max(meta_get(meta, META_REV)?).max(1))
 }
 
 /// Reads a `meta` counter (0 when unset).

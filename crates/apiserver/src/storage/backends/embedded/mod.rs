@@ -901,7 +901,7 @@ mod tests {
         drop(first);
         // Reopening after close works and keeps data and the revision counter.
         let again = EmbeddedStorage::open(dir.path()).unwrap();
-        assert_eq!(again.current_revision().await.unwrap(), 1);
+        assert_eq!(again.current_revision().await.unwrap(), 2);
         let b = again
             .create(
                 "/registry/x/b",
@@ -909,7 +909,7 @@ mod tests {
             )
             .await
             .unwrap();
-        assert_eq!(b.resource_version, 2);
+        assert_eq!(b.resource_version, 3);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -944,7 +944,8 @@ mod tests {
         for h in handles {
             h.await.unwrap();
         }
-        let mut last = 0;
+        // The empty store is at revision 1, so the first write is 2.
+        let mut last = 1;
         for _ in 0..n {
             let ev = crate::storage::testing::next_event(&mut w).await;
             let rv = ev.resource_version();

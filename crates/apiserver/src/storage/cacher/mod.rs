@@ -293,6 +293,12 @@ async fn reflector(inner: std::sync::Weak<Inner>, stop: CancellationToken) {
                     }
                 }
             }
+            // The watch ended or failed: resume from the cache's revision after a pause.
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(backoff) => {}
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(5));
         }
     }
 }

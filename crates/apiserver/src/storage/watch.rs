@@ -66,10 +66,23 @@ impl WatchEvent {
 
 type ProgressFn = Arc<dyn Fn() + Send + Sync>;
 
+/// A batch of events shared by every watcher that sees all of them (the watch cache sends one
+/// allocation to thousands of watchers and wakes each once per batch).
+pub type EventBatch = Arc<Vec<WatchEvent>>;
+
+enum Source {
+    Events(mpsc::Receiver<WatchEvent>),
+    Batches {
+        rx: mpsc::Receiver<EventBatch>,
+        current: Option<EventBatch>,
+        next: usize,
+    },
+}
+
 /// A stream of watch events. Dropping it stops the watch.
 pub struct WatchStream {
     initial: VecDeque<WatchEvent>,
-    rx: mpsc::Receiver<WatchEvent>,
+    source: Source,
     progress: Option<ProgressFn>,
     _stop: Option<DropGuard>,
 }
@@ -87,9 +100,23 @@ impl WatchStream {
     pub fn new(rx: mpsc::Receiver<WatchEvent>, stop: Option<CancellationToken>) -> Self {
         WatchStream {
             initial: VecDeque::new(),
-            rx,
+            source: Source::Events(rx),
             progress: None,
             _stop: stop.map(CancellationToken::drop_guard),
+        }
+    }
+
+    /// A stream reading batches of events from `rx`.
+    pub fn from_batches(rx: mpsc::Receiver<EventBatch>) -> Self {
+        WatchStream {
+            initial: VecDeque::new(),
+            source: Source::Batches {
+                rx,
+                current: None,
+                next: 0,
+            },
+            progress: None,
+            _stop: None,
         }
     }
 
@@ -113,10 +140,43 @@ impl WatchStream {
 
     /// The next event; `None` when the watch ended.
     pub async fn next(&mut self) -> Option<WatchEvent> {
-        if let Some(ev) = self.initial.pop_front() {
-            return Some(ev);
+        std::future::poll_fn(|cx| self.poll_event(cx)).await
+    }
+
+    /// The next event if one is ready now (`None` when none is ready or the watch ended).
+    pub fn try_next(&mut self) -> Option<WatchEvent> {
+        let waker = futures::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        match self.poll_event(&mut cx) {
+            Poll::Ready(ev) => ev,
+            Poll::Pending => None,
         }
-        self.rx.recv().await
+    }
+
+    fn poll_event(&mut self, cx: &mut Context<'_>) -> Poll<Option<WatchEvent>> {
+        if let Some(ev) = self.initial.pop_front() {
+            return Poll::Ready(Some(ev));
+        }
+        match &mut self.source {
+            Source::Events(rx) => rx.poll_recv(cx),
+            Source::Batches { rx, current, next } => loop {
+                if let Some(batch) = current {
+                    if let Some(ev) = batch.get(*next) {
+                        *next += 1;
+                        return Poll::Ready(Some(ev.clone()));
+                    }
+                    *current = None;
+                }
+                match rx.poll_recv(cx) {
+                    Poll::Ready(Some(batch)) => {
+                        *current = Some(batch);
+                        *next = 0;
+                    }
+                    Poll::Ready(None) => return Poll::Ready(None),
+                    Poll::Pending => return Poll::Pending,
+                }
+            },
+        }
     }
 
     /// Asks the backend for a progress notification (a bookmark with the current revision), as
@@ -131,10 +191,7 @@ impl WatchStream {
 impl futures::Stream for WatchStream {
     type Item = WatchEvent;
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<WatchEvent>> {
-        if let Some(ev) = self.initial.pop_front() {
-            return Poll::Ready(Some(ev));
-        }
-        self.rx.poll_recv(cx)
+        self.poll_event(cx)
     }
 }
 

@@ -57,6 +57,9 @@ impl CacherConfig {
     }
 }
 
+/// Most storage events applied and fanned out together.
+const MAX_BATCH: usize = 1024;
+
 struct Inner {
     storage: Arc<dyn Storage>,
     config: CacherConfig,
@@ -284,12 +287,31 @@ async fn reflector(inner: std::sync::Weak<Inner>, stop: CancellationToken) {
                     }
                     Some(ev) => {
                         backoff = Duration::from_millis(100);
+                        // Take whatever else is ready too: one fan-out per batch.
+                        let mut batch = vec![ev];
+                        let mut failed = None;
+                        while batch.len() < MAX_BATCH {
+                            match w.try_next() {
+                                Some(WatchEvent::Error(e)) => {
+                                    failed = Some(e);
+                                    break;
+                                }
+                                Some(ev) => batch.push(ev),
+                                None => break,
+                            }
+                        }
                         let rev = {
                             let mut st = write(&me.state);
-                            st.apply(ev, &me.config.get_attrs);
+                            st.apply_batch(batch, &me.config.get_attrs);
                             st.rev
                         };
                         me.rev_tx.send_replace(rev);
+                        if let Some(e) = failed {
+                            if e.code() == StatusCode::GONE {
+                                continue 'relist;
+                            }
+                            break;
+                        }
                     }
                 }
             }
@@ -457,7 +479,7 @@ impl Storage for Cacher {
             drop(st);
             // A watcher whose stream is dropped is pruned at the next dispatch or bookmark.
             let inner = Arc::downgrade(&self.inner);
-            Ok(WatchStream::new(rx, None)
+            Ok(WatchStream::from_batches(rx)
                 .with_initial(first)
                 .with_progress(Arc::new(move || {
                     // Bring the cache up to the storage's revision; the bookmarker then

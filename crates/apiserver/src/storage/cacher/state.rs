@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::mpsc;
 
 use crate::storage::selection::{Fields, GetAttrs, Labels, SelectionPredicate};
-use crate::storage::watch::key_matches;
+use crate::storage::watch::{EventBatch, key_matches};
 use crate::storage::{
     ListOptions, ListResult, Object, Result, WatchEvent, finish_page, recursive_prefix, versioner,
 };
@@ -87,8 +87,8 @@ pub struct Watcher {
     pub predicate: SelectionPredicate,
     /// It asked for bookmarks.
     pub bookmarks: bool,
-    /// Its buffer.
-    pub tx: mpsc::Sender<WatchEvent>,
+    /// Its buffer (of batches).
+    pub tx: mpsc::Sender<EventBatch>,
 }
 
 /// The cache proper.
@@ -135,14 +135,24 @@ impl State {
         self.ready = true;
     }
 
-    /// Applies one event from the storage watch and fans it out.
-    pub fn apply(&mut self, ev: WatchEvent, attrs: &GetAttrs) {
+    /// Applies a batch of events from the storage watch, then fans them out with one send per
+    /// watcher.
+    pub fn apply_batch(&mut self, events: Vec<WatchEvent>, attrs: &GetAttrs) {
+        let applied: Vec<Arc<CachedEvent>> = events
+            .into_iter()
+            .filter_map(|ev| self.apply(ev, attrs))
+            .collect();
+        self.dispatch(&applied);
+    }
+
+    /// Applies one event to the store and the window.
+    fn apply(&mut self, ev: WatchEvent, attrs: &GetAttrs) -> Option<Arc<CachedEvent>> {
         if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) = &ev
             && o.resource_version <= self.rev
         {
             // Already reflected (a duplicate after a reconnect): applying it again would
             // move the store backwards.
-            return;
+            return None;
         }
         let (key, rev, cur, prev) = match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
@@ -163,9 +173,9 @@ impl State {
                 resource_version, ..
             } => {
                 self.rev = self.rev.max(resource_version);
-                return;
+                return None;
             }
-            WatchEvent::Error(_) => return,
+            WatchEvent::Error(_) => return None,
         };
         self.rev = rev;
         let event = Arc::new(CachedEvent {
@@ -181,18 +191,42 @@ impl State {
                 self.oldest = old.rev;
             }
         }
-        self.dispatch(&event);
+        Some(event)
     }
 
-    fn dispatch(&mut self, event: &CachedEvent) {
+    fn dispatch(&mut self, events: &[Arc<CachedEvent>]) {
+        if events.is_empty() || self.watchers.is_empty() {
+            return;
+        }
+        // The batch as a watcher without selectors sees it: shared by every such watcher whose
+        // key range holds all the batch's keys (the common case: one resource, one prefix).
+        let everything = SelectionPredicate::everything();
+        let shared: EventBatch = Arc::new(
+            events
+                .iter()
+                .filter_map(|e| e.for_watcher(&everything))
+                .collect(),
+        );
         let mut ended = Vec::new();
         for (id, w) in &self.watchers {
-            if !key_matches(&w.key, w.recursive, &event.key) {
-                continue;
-            }
-            if let Some(ev) = event.for_watcher(&w.predicate)
-                && w.tx.try_send(ev).is_err()
-            {
+            let covers_all = w.predicate.is_empty()
+                && events
+                    .iter()
+                    .all(|e| key_matches(&w.key, w.recursive, &e.key));
+            let batch = if covers_all {
+                shared.clone()
+            } else {
+                let own: Vec<WatchEvent> = events
+                    .iter()
+                    .filter(|e| key_matches(&w.key, w.recursive, &e.key))
+                    .filter_map(|e| e.for_watcher(&w.predicate))
+                    .collect();
+                if own.is_empty() {
+                    continue;
+                }
+                Arc::new(own)
+            };
+            if w.tx.try_send(batch).is_err() {
                 // Full (too slow) or gone: end it; its client re-watches or re-lists.
                 ended.push(*id);
             }
@@ -204,16 +238,16 @@ impl State {
 
     /// Sends a bookmark at the cache's revision to watchers that asked, pruning dead ones.
     pub fn send_bookmarks(&mut self) {
-        let rev = self.rev;
+        let bookmark: EventBatch = Arc::new(vec![WatchEvent::Bookmark {
+            resource_version: self.rev,
+            initial_events_end: false,
+        }]);
         self.watchers.retain(|_, w| {
             if w.tx.is_closed() {
                 return false;
             }
             if w.bookmarks {
-                let _ = w.tx.try_send(WatchEvent::Bookmark {
-                    resource_version: rev,
-                    initial_events_end: false,
-                });
+                let _ = w.tx.try_send(bookmark.clone());
             }
             true
         });

@@ -64,14 +64,16 @@ fn raw_redb(ops: usize) -> f64 {
 }
 
 async fn crud(label: &str, s: Arc<dyn Storage>, ops: usize, concurrency: usize) -> f64 {
+    let bucket = format!("cm{concurrency}");
     let start = Instant::now();
     let mut tasks = Vec::new();
     for t in 0..concurrency {
         let s = s.clone();
+        let bucket = bucket.clone();
         tasks.push(tokio::spawn(async move {
             for i in (t..ops).step_by(concurrency) {
                 let name = format!("o{i}");
-                s.create(&format!("/registry/cm/bench/{name}"), obj(&name, "0"))
+                s.create(&format!("/registry/{bucket}/bench/{name}"), obj(&name, "0"))
                     .await
                     .unwrap();
             }
@@ -91,7 +93,7 @@ async fn crud(label: &str, s: Arc<dyn Storage>, ops: usize, concurrency: usize) 
     }
     let start = Instant::now();
     for i in 0..ops {
-        let key = format!("/registry/cm/bench/o{i}");
+        let key = format!("/registry/{bucket}/bench/o{i}");
         let mut f = |cur: Option<&Object>| {
             let _ = cur;
             Ok(obj(&format!("o{i}"), "1"))
@@ -107,9 +109,12 @@ async fn crud(label: &str, s: Arc<dyn Storage>, ops: usize, concurrency: usize) 
     );
     let start = Instant::now();
     for i in 0..ops {
-        s.get(&format!("/registry/cm/bench/o{i}"), GetOptions::default())
-            .await
-            .unwrap();
+        s.get(
+            &format!("/registry/{bucket}/bench/o{i}"),
+            GetOptions::default(),
+        )
+        .await
+        .unwrap();
     }
     row(
         label,
@@ -121,7 +126,7 @@ async fn crud(label: &str, s: Arc<dyn Storage>, ops: usize, concurrency: usize) 
     for _ in 0..lists {
         let l = s
             .list(
-                "/registry/cm/",
+                &format!("/registry/{bucket}/"),
                 ListOptions {
                     recursive: true,
                     ..Default::default()
@@ -368,7 +373,7 @@ async fn main() {
     );
     let dir = tempfile::tempdir().unwrap();
     let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
-    crud("embedded", emb, ops, 16).await;
+    let emb_create16 = crud("embedded", emb, ops, 16).await;
     #[cfg(feature = "etcd")]
     {
         use apiserver::storage::backends::{EtcdConfig, EtcdStorage};
@@ -390,8 +395,20 @@ async fn main() {
                 );
                 row(
                     "embedded",
-                    "create vs etcd backend",
+                    "create vs etcd backend (x1)",
                     format!("{:.1}x", emb_create / c),
+                );
+                let s16 = EtcdStorage::connect(EtcdConfig {
+                    endpoints: vec![etcd.url.clone()],
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+                let c16 = crud("etcd backend", Arc::new(s16), ops, 16).await;
+                row(
+                    "embedded",
+                    "create vs etcd backend (x16)",
+                    format!("{:.1}x", emb_create16 / c16),
                 );
             }
             None => row("etcd", "-", "etcd not found; skipped".into()),

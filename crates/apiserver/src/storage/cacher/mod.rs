@@ -439,7 +439,8 @@ impl Storage for Cacher {
             if !self.wait_for(0, self.inner.config.freshness_timeout).await {
                 return Err(not_ready());
             }
-            if rv > 0 && !initial {
+            if rv > 0 {
+                // Events after N, or (sendInitialEvents) a state not older than N.
                 self.wait_not_older_than(rv).await?;
             }
             let watched = if opts.recursive {
@@ -665,6 +666,37 @@ mod tests {
             }
         }
         drop(watchers);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn periodic_bookmarks_only_to_watchers_that_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let s: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let cacher = Cacher::new(s, config());
+        let opts = |bookmarks: bool| ListOptions {
+            resource_version: "0".into(),
+            recursive: true,
+            allow_watch_bookmarks: bookmarks,
+            ..Default::default()
+        };
+        let mut with = cacher.watch("/registry/b/", opts(true)).await.unwrap();
+        let mut without = cacher.watch("/registry/b/", opts(false)).await.unwrap();
+        match next_event(&mut with).await {
+            WatchEvent::Bookmark {
+                initial_events_end: false,
+                ..
+            } => {}
+            other => panic!("expected a bookmark, got {other:?}"),
+        }
+        // After at least one bookmark period, the other watcher's next event is the write.
+        cacher
+            .create("/registry/b/ns/x", pod("ns", "x", &[]))
+            .await
+            .unwrap();
+        match next_event(&mut without).await {
+            WatchEvent::Added(o) => assert!(o.key.ends_with("/x")),
+            other => panic!("expected ADDED, got {other:?}"),
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -374,6 +374,11 @@ async fn main() {
     let dir = tempfile::tempdir().unwrap();
     let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
     let emb_create16 = crud("embedded", emb, ops, 16).await;
+    row(
+        "embedded",
+        "group commit (x16 vs x1)",
+        format!("{:.1}x", emb_create16 / emb_create),
+    );
     #[cfg(feature = "etcd")]
     {
         use apiserver::storage::backends::{EtcdConfig, EtcdStorage};

@@ -1,0 +1,431 @@
+//! Storage benchmarks: raw redb, the embedded backend, raw etcd-client, the etcd backend, and
+//! watch-cache fan-out. Prints a Markdown table.
+//!
+//! ```text
+//! cargo run --release -p apiserver --features etcd --example storage_bench [-- --ops 2000 --watch-secs 5 --watchers 1000,10000]
+//! ```
+//! The etcd rows need `etcd` on PATH (or `/usr/bin/etcd`); they are skipped without the
+//! `etcd` feature.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use apiserver::storage::backends::EmbeddedStorage;
+use apiserver::storage::cacher::{Cacher, CacherConfig};
+use apiserver::storage::{GetOptions, ListOptions, Object, Storage, WatchEvent};
+use bytes::Bytes;
+
+fn obj(name: &str, extra: &str) -> Bytes {
+    Bytes::from(format!(
+        r#"{{"kind":"ConfigMap","apiVersion":"v1","metadata":{{"name":"{name}","namespace":"bench"}},"data":{{"k":"{extra}","pad":"{}"}}}}"#,
+        "x".repeat(512)
+    ))
+}
+
+fn rate(n: usize, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64()
+}
+
+fn row(what: &str, op: &str, value: String) {
+    println!("| {what} | {op} | {value} |");
+}
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn raw_redb(ops: usize) -> f64 {
+    use redb::{Database, Durability, TableDefinition};
+    const T: TableDefinition<&str, &[u8]> = TableDefinition::new("t");
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::create(dir.path().join("raw.redb")).unwrap();
+    let value = obj("x", "0");
+    let start = Instant::now();
+    for i in 0..ops {
+        let mut txn = db.begin_write().unwrap();
+        txn.set_durability(Durability::Immediate).unwrap();
+        {
+            let mut t = txn.open_table(T).unwrap();
+            t.insert(format!("/registry/cm/bench/o{i}").as_str(), &value[..])
+                .unwrap();
+        }
+        txn.commit().unwrap();
+    }
+    rate(ops, start.elapsed())
+}
+
+async fn crud(label: &str, s: Arc<dyn Storage>, ops: usize, concurrency: usize) -> f64 {
+    let bucket = format!("cm{concurrency}");
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for t in 0..concurrency {
+        let s = s.clone();
+        let bucket = bucket.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (t..ops).step_by(concurrency) {
+                let name = format!("o{i}");
+                s.create(&format!("/registry/{bucket}/bench/{name}"), obj(&name, "0"))
+                    .await
+                    .unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let create = rate(ops, start.elapsed());
+    row(
+        label,
+        &format!("create (x{concurrency})"),
+        format!("{create:.0} ops/s"),
+    );
+    if concurrency > 1 {
+        return create;
+    }
+    let start = Instant::now();
+    for i in 0..ops {
+        let key = format!("/registry/{bucket}/bench/o{i}");
+        let mut f = |cur: Option<&Object>| {
+            let _ = cur;
+            Ok(obj(&format!("o{i}"), "1"))
+        };
+        s.guaranteed_update(&key, false, None, &mut f)
+            .await
+            .unwrap();
+    }
+    row(
+        label,
+        "update",
+        format!("{:.0} ops/s", rate(ops, start.elapsed())),
+    );
+    let start = Instant::now();
+    for i in 0..ops {
+        s.get(
+            &format!("/registry/{bucket}/bench/o{i}"),
+            GetOptions::default(),
+        )
+        .await
+        .unwrap();
+    }
+    row(
+        label,
+        "get",
+        format!("{:.0} ops/s", rate(ops, start.elapsed())),
+    );
+    let lists = 20;
+    let start = Instant::now();
+    for _ in 0..lists {
+        let l = s
+            .list(
+                &format!("/registry/{bucket}/"),
+                ListOptions {
+                    recursive: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(l.items.len(), ops);
+    }
+    row(
+        label,
+        &format!("list {ops} objects"),
+        format!(
+            "{:.1} ms",
+            start.elapsed().as_secs_f64() * 1000.0 / lists as f64
+        ),
+    );
+    create
+}
+
+fn now_micros() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as u64)
+        .unwrap_or(0)
+}
+
+async fn fanout(watchers: usize, events_per_sec: u64, secs: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let s: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+    let cacher = Cacher::new(s, CacherConfig::new("/registry/"));
+    let start_rev = cacher.current_revision().await.unwrap();
+    // Wait for the cache to be ready (a watch at the current revision succeeds).
+    let rss_before = rss_kib();
+    let latencies = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let ended = Arc::new(AtomicU64::new(0));
+    let delivered = Arc::new(AtomicU64::new(0));
+    let mut handles = Vec::new();
+    for i in 0..watchers {
+        let mut w = cacher
+            .watch(
+                "/registry/fan/",
+                ListOptions {
+                    resource_version: start_rev.to_string(),
+                    recursive: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let latencies = latencies.clone();
+        let ended = ended.clone();
+        let delivered = delivered.clone();
+        let sample = i % (watchers / 100).max(1) == 0;
+        handles.push(tokio::spawn(async move {
+            while let Some(ev) = w.next().await {
+                if let WatchEvent::Added(o) = ev {
+                    delivered.fetch_add(1, Ordering::Relaxed);
+                    if sample {
+                        let v: serde_json::Value = serde_json::from_slice(&o.value).unwrap();
+                        let sent: u64 = v["data"]["k"].as_str().unwrap().parse().unwrap();
+                        let lat = now_micros().saturating_sub(sent);
+                        latencies.lock().unwrap().push(lat);
+                    }
+                }
+            }
+            ended.fetch_add(1, Ordering::Relaxed);
+        }));
+    }
+    let rss_after = rss_kib();
+    let total = events_per_sec * secs;
+    let period = Duration::from_micros(1_000_000 / events_per_sec.max(1));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let start = Instant::now();
+    let mut writers = tokio::task::JoinSet::new();
+    for i in 0..total {
+        tick.tick().await;
+        let c = cacher.clone();
+        writers.spawn(async move {
+            let name = format!("e{i}");
+            c.create(
+                &format!("/registry/fan/{name}"),
+                obj(&name, &now_micros().to_string()),
+            )
+            .await
+            .unwrap();
+        });
+        while writers.len() > 64 {
+            writers.join_next().await;
+        }
+    }
+    while writers.join_next().await.is_some() {}
+    let write_time = start.elapsed();
+    // Let deliveries drain (bounded).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while delivered.load(Ordering::Relaxed) + ended.load(Ordering::Relaxed) * total
+        < total * watchers as u64
+        && Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut lat = latencies.lock().unwrap().clone();
+    lat.sort_unstable();
+    let p = |q: f64| -> f64 {
+        if lat.is_empty() {
+            return f64::NAN;
+        }
+        lat[((lat.len() - 1) as f64 * q) as usize] as f64 / 1000.0
+    };
+    let label = format!("watch cache, {watchers} watchers");
+    row(
+        &label,
+        "events written",
+        format!("{total} at {:.0}/s", rate(total as usize, write_time)),
+    );
+    row(
+        &label,
+        "delivery p50 / p99",
+        format!("{:.1} ms / {:.1} ms", p(0.5), p(0.99)),
+    );
+    row(
+        &label,
+        "RSS per watcher",
+        format!(
+            "{:.1} KiB",
+            rss_after.saturating_sub(rss_before) as f64 / watchers as f64
+        ),
+    );
+    row(
+        &label,
+        "watchers ended as too slow",
+        ended.load(Ordering::Relaxed).to_string(),
+    );
+    drop(cacher);
+    for h in handles {
+        h.abort();
+    }
+}
+
+#[cfg(feature = "etcd")]
+mod etcd_bench {
+    use super::*;
+    use std::process::{Child, Command, Stdio};
+
+    pub struct Etcd {
+        child: Child,
+        _dir: tempfile::TempDir,
+        pub url: String,
+    }
+
+    impl Drop for Etcd {
+        fn drop(&mut self) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+
+    fn port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    pub async fn start() -> Option<Etcd> {
+        let bin = ["/usr/bin/etcd", "etcd"]
+            .into_iter()
+            .find(|b| Command::new(b).arg("--version").output().is_ok())?;
+        let dir = tempfile::tempdir().unwrap();
+        let (c, p) = (port(), port());
+        let url = format!("http://127.0.0.1:{c}");
+        let peer = format!("http://127.0.0.1:{p}");
+        let child = Command::new(bin)
+            .arg("--name=b")
+            .arg(format!("--data-dir={}", dir.path().display()))
+            .arg(format!("--listen-client-urls={url}"))
+            .arg(format!("--advertise-client-urls={url}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=b={peer}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let etcd = Etcd {
+            child,
+            _dir: dir,
+            url,
+        };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(mut c) = etcd_client::Client::connect([etcd.url.clone()], None).await
+                && c.get("/x", None).await.is_ok()
+            {
+                return Some(etcd);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        None
+    }
+
+    pub async fn raw_put(url: &str, ops: usize) -> f64 {
+        let mut c = etcd_client::Client::connect([url], None).await.unwrap();
+        let value = obj("x", "0");
+        let start = Instant::now();
+        for i in 0..ops {
+            c.put(format!("/raw/o{i}"), value.to_vec(), None)
+                .await
+                .unwrap();
+        }
+        rate(ops, start.elapsed())
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str, default: u64| -> u64 {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let ops = arg("--ops", 2000) as usize;
+    let watch_secs = arg("--watch-secs", 5);
+    println!("| storage | operation | result |");
+    println!("|---|---|---|");
+    let raw = raw_redb(ops);
+    row(
+        "raw redb (fsync per commit)",
+        "insert",
+        format!("{raw:.0} ops/s"),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+    let emb_create = crud("embedded", emb, ops, 1).await;
+    row(
+        "embedded",
+        "create vs raw redb",
+        format!("{:.0}%", emb_create / raw * 100.0),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+    let emb_create16 = crud("embedded", emb, ops, 16).await;
+    row(
+        "embedded",
+        "group commit (x16 vs x1)",
+        format!("{:.1}x", emb_create16 / emb_create),
+    );
+    #[cfg(feature = "etcd")]
+    {
+        use apiserver::storage::backends::{EtcdConfig, EtcdStorage};
+        match etcd_bench::start().await {
+            Some(etcd) => {
+                let raw_etcd = etcd_bench::raw_put(&etcd.url, ops).await;
+                row("raw etcd-client", "put", format!("{raw_etcd:.0} ops/s"));
+                let s = EtcdStorage::connect(EtcdConfig {
+                    endpoints: vec![etcd.url.clone()],
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+                let c = crud("etcd backend", Arc::new(s), ops, 1).await;
+                row(
+                    "etcd backend",
+                    "create vs raw etcd-client",
+                    format!("{:.0}%", c / raw_etcd * 100.0),
+                );
+                row(
+                    "embedded",
+                    "create vs etcd backend (x1)",
+                    format!("{:.1}x", emb_create / c),
+                );
+                let s16 = EtcdStorage::connect(EtcdConfig {
+                    endpoints: vec![etcd.url.clone()],
+                    ..Default::default()
+                })
+                .await
+                .unwrap();
+                let c16 = crud("etcd backend", Arc::new(s16), ops, 16).await;
+                row(
+                    "embedded",
+                    "create vs etcd backend (x16)",
+                    format!("{:.1}x", emb_create16 / c16),
+                );
+            }
+            None => row("etcd", "-", "etcd not found; skipped".into()),
+        }
+    }
+    let counts = args
+        .iter()
+        .position(|a| a == "--watchers")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.split(',').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1000, 10000]);
+    for watchers in counts {
+        fanout(watchers, 1000, watch_secs).await;
+    }
+}

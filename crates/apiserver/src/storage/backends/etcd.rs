@@ -1,0 +1,1001 @@
+//! The etcd3 backend (`--etcd-servers`), the analogue of upstream's `pkg/storage/etcd3`:
+//! compare-and-swap through a txn comparing `mod_revision`, watches with `prev_kv` and progress
+//! notifications, compaction through etcd's own compaction.
+//!
+//! Keys are used as given (callers build `<prefix>/<resource>/<namespace>/<name>` with
+//! [`EtcdConfig::prefix`], as kube-apiserver lays them out). Every call has a deadline, so a
+//! request fails with a 5xx while etcd is down instead of hanging; the gRPC channel reconnects
+//! by itself, and watches resume from their last revision after a disconnect (or end with 410
+//! when that revision has been compacted meanwhile).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use etcd_client::{
+    Certificate, Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions as EtcdGet,
+    Identity, KvClient, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::storage::errors::{
+    INCONSISTENT_CONTINUE_MESSAGE, LIST_EXPIRED_MESSAGE, WATCH_EXPIRED_MESSAGE,
+};
+use crate::storage::watch::{RawEvent, WATCH_CHANNEL_CAPACITY, transform};
+use crate::storage::{
+    BoxFuture, GetOptions, ListOptions, ListPlan, ListResult, Object, Operation, Preconditions,
+    Result, SelectionPredicate, Storage, StorageError, UpdateFn, ValidateDeletionFn, WatchEvent,
+    WatchStream, check_size, continue_token, finish_page, parse_watch_rv, plan_list,
+    recursive_prefix, versioner,
+};
+
+/// Connection settings (kube-apiserver's etcd flags).
+#[derive(Clone, Debug)]
+pub struct EtcdConfig {
+    /// `--etcd-servers`, e.g. `http://127.0.0.1:2379`.
+    pub endpoints: Vec<String>,
+    /// `--etcd-prefix` (default `/registry`): the root callers build keys under.
+    pub prefix: String,
+    /// `--etcd-cafile`.
+    pub ca_file: Option<PathBuf>,
+    /// `--etcd-certfile`.
+    pub cert_file: Option<PathBuf>,
+    /// `--etcd-keyfile`.
+    pub key_file: Option<PathBuf>,
+    /// Deadline of each etcd call; a request fails with a 5xx after it while etcd is down.
+    pub request_timeout: Duration,
+    /// Deadline of the health check (`--etcd-healthcheck-timeout`, default 2s).
+    pub health_timeout: Duration,
+    /// Trust etcd's progress notifications to mean "everything up to this revision was sent".
+    /// etcd before 3.4.31 / 3.5.13 may send them ahead of pending events (etcd#15220), so this
+    /// is off by default: bookmarks then carry the last delivered revision only, and the watch
+    /// cache sends consistent reads to etcd.
+    pub trust_progress_notify: bool,
+}
+
+impl Default for EtcdConfig {
+    fn default() -> Self {
+        EtcdConfig {
+            endpoints: vec!["http://127.0.0.1:2379".into()],
+            prefix: "/registry".into(),
+            ca_file: None,
+            cert_file: None,
+            key_file: None,
+            request_timeout: Duration::from_secs(10),
+            health_timeout: Duration::from_secs(2),
+            trust_progress_notify: false,
+        }
+    }
+}
+
+/// The etcd storage backend. Cheap to clone.
+#[derive(Clone)]
+pub struct EtcdStorage {
+    client: Client,
+    config: Arc<EtcdConfig>,
+    compact_rev: Arc<AtomicU64>,
+}
+
+impl std::fmt::Debug for EtcdStorage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EtcdStorage")
+            .field("endpoints", &self.config.endpoints)
+            .finish()
+    }
+}
+
+/// Maps an etcd client error to a storage error, as upstream's etcd3 store sees them.
+fn etcd_err(key: &str, e: etcd_client::Error) -> StorageError {
+    let text = e.to_string();
+    if text.contains("request is too large") {
+        return StorageError::RequestTooLarge;
+    }
+    if text.contains("required revision has been compacted") {
+        return StorageError::Expired {
+            requested: 0,
+            current: 0,
+            message: LIST_EXPIRED_MESSAGE.into(),
+            continue_token: None,
+        };
+    }
+    if text.contains("required revision is a future revision") {
+        return StorageError::TooLargeResourceVersion {
+            requested: 0,
+            current: 0,
+            retry_after_seconds: 0,
+        };
+    }
+    match &e {
+        // gRPC codes Cancelled (1), Unknown (2), DeadlineExceeded (4), Unavailable (14).
+        etcd_client::Error::GRpcStatus(s) if matches!(s.code() as i32, 1 | 2 | 4 | 14) => {
+            StorageError::Unreachable {
+                key: key.into(),
+                message: text,
+            }
+        }
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => {
+            StorageError::Unreachable {
+                key: key.into(),
+                message: text,
+            }
+        }
+        _ => StorageError::Internal(text),
+    }
+}
+
+/// The end of the key range of a prefix (etcd's `GetPrefixRangeEnd`).
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+fn to_object(key: &str, stored: &[u8], rev: u64) -> Result<Object> {
+    Ok(Object {
+        key: key.to_string(),
+        value: versioner::set_resource_version(stored, rev)?,
+        resource_version: rev,
+    })
+}
+
+fn rev_u64(r: i64) -> u64 {
+    u64::try_from(r).unwrap_or(0)
+}
+
+impl EtcdStorage {
+    /// Connects to etcd. The connection is lazy: a server that is down now is retried on each
+    /// request, so the API server starts (and `/readyz` reports `etcd` failing) without it.
+    pub async fn connect(config: EtcdConfig) -> Result<Self> {
+        let mut opts = ConnectOptions::new()
+            .with_timeout(config.request_timeout)
+            .with_connect_timeout(config.request_timeout)
+            .with_keep_alive(Duration::from_secs(30), Duration::from_secs(10));
+        if config.ca_file.is_some() || config.cert_file.is_some() {
+            let mut tls = TlsOptions::new();
+            if let Some(ca) = &config.ca_file {
+                let pem = std::fs::read(ca).map_err(|e| {
+                    StorageError::Internal(format!("reading --etcd-cafile {}: {e}", ca.display()))
+                })?;
+                tls = tls.ca_certificate(Certificate::from_pem(pem));
+            }
+            if let (Some(cert), Some(key)) = (&config.cert_file, &config.key_file) {
+                let cert = std::fs::read(cert)
+                    .map_err(|e| StorageError::Internal(format!("reading --etcd-certfile: {e}")))?;
+                let key = std::fs::read(key)
+                    .map_err(|e| StorageError::Internal(format!("reading --etcd-keyfile: {e}")))?;
+                tls = tls.identity(Identity::from_pem(cert, key));
+            }
+            opts = opts.with_tls(tls);
+        }
+        let client = Client::connect(&config.endpoints, Some(opts))
+            .await
+            .map_err(|e| StorageError::Internal(format!("connecting to etcd: {e}")))?;
+        Ok(EtcdStorage {
+            client,
+            config: Arc::new(config),
+            compact_rev: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &EtcdConfig {
+        &self.config
+    }
+
+    fn kv(&self) -> KvClient {
+        self.client.kv_client()
+    }
+
+    /// Runs an etcd call under the request deadline.
+    async fn call<T>(
+        &self,
+        key: &str,
+        fut: impl std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
+    ) -> Result<T> {
+        match tokio::time::timeout(self.config.request_timeout, fut).await {
+            Ok(r) => r.map_err(|e| etcd_err(key, e)),
+            Err(_) => Err(StorageError::Timeout {
+                key: key.into(),
+                message: "context deadline exceeded".into(),
+            }),
+        }
+    }
+
+    async fn get_raw(&self, key: &str) -> Result<(Option<(Bytes, u64)>, u64)> {
+        let mut kv = self.kv();
+        let resp = self.call(key, kv.get(key, None)).await?;
+        let rev = rev_u64(resp.header().map(|h| h.revision()).unwrap_or(0));
+        let found = resp.kvs().first().map(|kv| {
+            (
+                Bytes::copy_from_slice(kv.value()),
+                rev_u64(kv.mod_revision()),
+            )
+        });
+        Ok((found, rev))
+    }
+
+    /// Puts if the key's mod revision is `expect` (0 = absent); `Ok(None)` when the compare
+    /// failed, else the new revision.
+    async fn cas_put(&self, key: &str, value: &Bytes, expect: u64) -> Result<Option<u64>> {
+        let txn = Txn::new()
+            .when([Compare::mod_revision(
+                key,
+                CompareOp::Equal,
+                i64::try_from(expect).unwrap_or(i64::MAX),
+            )])
+            .and_then([TxnOp::put(key, value.to_vec(), None)]);
+        let mut kv = self.kv();
+        let resp = self.call(key, kv.txn(txn)).await?;
+        if !resp.succeeded() {
+            return Ok(None);
+        }
+        Ok(Some(rev_u64(
+            resp.header().map(|h| h.revision()).unwrap_or(0),
+        )))
+    }
+
+    async fn read_list(
+        &self,
+        prefix: &str,
+        exact: Option<&str>,
+        plan: &ListPlan,
+        limit: i64,
+        pred: &SelectionPredicate,
+    ) -> Result<ListResult> {
+        let range_end = match exact {
+            Some(_) => None,
+            None => Some(prefix_end(prefix)),
+        };
+        let mut start = match exact {
+            Some(k) => k.to_string(),
+            None => plan
+                .continue_key
+                .clone()
+                .unwrap_or_else(|| prefix.to_string()),
+        };
+        let mut rev = plan.with_rev;
+        let mut items = Vec::new();
+        let mut has_more = false;
+        let mut remaining = None;
+        loop {
+            let mut opts = EtcdGet::new();
+            if let Some(end) = &range_end {
+                opts = opts.with_range(end.clone());
+            }
+            if rev > 0 {
+                opts = opts.with_revision(i64::try_from(rev).unwrap_or(i64::MAX));
+            }
+            if limit > 0 {
+                opts = opts.with_limit(limit);
+            }
+            let mut kv = self.kv();
+            let resp = match self.call(prefix, kv.get(start.clone(), Some(opts))).await {
+                Err(StorageError::Expired { .. }) => {
+                    return Err(match &plan.continue_key {
+                        Some(key) => StorageError::Expired {
+                            requested: rev,
+                            current: self.compacted_revision(),
+                            message: INCONSISTENT_CONTINUE_MESSAGE.into(),
+                            continue_token: continue_token::encode(key, prefix, -1).ok(),
+                        },
+                        None => StorageError::Expired {
+                            requested: rev,
+                            current: self.compacted_revision(),
+                            message: LIST_EXPIRED_MESSAGE.into(),
+                            continue_token: None,
+                        },
+                    });
+                }
+                Err(StorageError::TooLargeResourceVersion { .. }) => {
+                    let current = self.current_revision().await.unwrap_or(0);
+                    return Err(StorageError::TooLargeResourceVersion {
+                        requested: rev,
+                        current,
+                        retry_after_seconds: 0,
+                    });
+                }
+                other => other?,
+            };
+            let header_rev = rev_u64(resp.header().map(|h| h.revision()).unwrap_or(0));
+            if rev == 0 {
+                rev = header_rev;
+                if plan.min_rev > rev {
+                    return Err(StorageError::TooLargeResourceVersion {
+                        requested: plan.min_rev,
+                        current: rev,
+                        retry_after_seconds: 0,
+                    });
+                }
+            }
+            let kvs = resp.kvs();
+            let mut last_key = None;
+            for (i, kv) in kvs.iter().enumerate() {
+                let key = String::from_utf8_lossy(kv.key()).into_owned();
+                if pred.matches(kv.value()) {
+                    items.push(to_object(&key, kv.value(), rev_u64(kv.mod_revision()))?);
+                }
+                last_key = Some(key);
+                if limit > 0 && items.len() as i64 == limit {
+                    has_more = i + 1 < kvs.len() || resp.more();
+                    if pred.is_empty() {
+                        remaining = Some(resp.count() - limit);
+                    }
+                    break;
+                }
+            }
+            if has_more || (limit > 0 && items.len() as i64 == limit) || !resp.more() {
+                break;
+            }
+            match last_key {
+                Some(k) => start = format!("{k}\u{0}"),
+                None => break,
+            }
+        }
+        finish_page(prefix, items, rev, limit, has_more, remaining)
+    }
+
+    /// Records a compacted revision learnt from etcd.
+    fn saw_compaction(&self, rev: u64) {
+        self.compact_rev.fetch_max(rev, Ordering::SeqCst);
+    }
+}
+
+struct EtcdWatch {
+    storage: EtcdStorage,
+    key: String,
+    recursive: bool,
+    opts: ListOptions,
+    tx: mpsc::Sender<WatchEvent>,
+}
+
+impl EtcdWatch {
+    async fn send(&self, ev: WatchEvent) -> bool {
+        self.tx.send(ev).await.is_ok()
+    }
+
+    async fn fail(&self, err: StorageError) {
+        let api = err.to_api_error(Operation::Watch, "", "", "");
+        let _ = self.send(WatchEvent::Error(api)).await;
+    }
+
+    async fn initial(&self) -> Option<u64> {
+        let plan = ListPlan {
+            with_rev: 0,
+            continue_key: None,
+            min_rev: 0,
+        };
+        let exact = (!self.recursive).then_some(self.key.as_str());
+        let mut rev;
+        let mut plan = plan;
+        loop {
+            let page = match self
+                .storage
+                .read_list(&self.key, exact, &plan, 500, &self.opts.predicate)
+                .await
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    self.fail(e).await;
+                    return None;
+                }
+            };
+            rev = page.resource_version;
+            for item in page.items {
+                if !self.send(WatchEvent::Added(item)).await {
+                    return None;
+                }
+            }
+            match page.continue_token {
+                Some(t) if !self.recursive => {
+                    let _ = t;
+                    break;
+                }
+                Some(t) => match continue_token::decode(&t, &self.key) {
+                    Ok((k, _)) => {
+                        plan = ListPlan {
+                            with_rev: rev,
+                            continue_key: Some(k),
+                            min_rev: 0,
+                        }
+                    }
+                    Err(e) => {
+                        self.fail(StorageError::Internal(e)).await;
+                        return None;
+                    }
+                },
+                None => break,
+            }
+        }
+        if self.opts.send_initial_events == Some(true) && self.opts.allow_watch_bookmarks {
+            let ok = self
+                .send(WatchEvent::Bookmark {
+                    resource_version: rev,
+                    initial_events_end: true,
+                })
+                .await;
+            if !ok {
+                return None;
+            }
+        }
+        Some(rev)
+    }
+
+    /// Streams changes after `last` until stopped; reconnects after errors.
+    async fn run(
+        self,
+        start: u64,
+        initial: bool,
+        stop: CancellationToken,
+        mut progress_rx: mpsc::Receiver<()>,
+    ) {
+        let mut last = start;
+        if initial {
+            match self.initial().await {
+                Some(r) => last = r,
+                None => return,
+            }
+        }
+        let mut backoff = Duration::from_millis(100);
+        loop {
+            let mut wopts = WatchOptions::new()
+                .with_start_revision(i64::try_from(last + 1).unwrap_or(i64::MAX))
+                .with_prev_key()
+                .with_progress_notify();
+            if self.recursive {
+                wopts = wopts.with_prefix();
+            }
+            let mut wc = self.storage.client.watch_client();
+            let connect = tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = self.tx.closed() => return,
+                r = tokio::time::timeout(self.storage.config.request_timeout, wc.watch(self.key.clone(), Some(wopts))) => r,
+            };
+            let mut stream = match connect {
+                Ok(Ok(s)) => s,
+                _ => {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        _ = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(Duration::from_secs(2));
+                    continue;
+                }
+            };
+            loop {
+                let msg = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = self.tx.closed() => return,
+                    p = progress_rx.recv() => {
+                        if p.is_some() {
+                            let _ = stream.request_progress().await;
+                        }
+                        continue;
+                    }
+                    m = stream.message() => m,
+                };
+                let resp = match msg {
+                    Ok(Some(r)) => r,
+                    // Disconnected: reconnect from `last`.
+                    _ => break,
+                };
+                backoff = Duration::from_millis(100);
+                if resp.canceled() {
+                    let compacted = rev_u64(resp.compact_revision());
+                    if compacted > 0 {
+                        self.storage.saw_compaction(compacted);
+                        self.fail(StorageError::Expired {
+                            requested: last,
+                            current: compacted,
+                            message: WATCH_EXPIRED_MESSAGE.into(),
+                            continue_token: None,
+                        })
+                        .await;
+                    } else {
+                        self.fail(StorageError::Internal(format!(
+                            "etcd watch canceled: {}",
+                            resp.cancel_reason()
+                        )))
+                        .await;
+                    }
+                    return;
+                }
+                let header_rev = rev_u64(resp.header().map(|h| h.revision()).unwrap_or(0));
+                if resp.events().is_empty() {
+                    if !resp.created() && header_rev > 0 {
+                        // A progress notification: nothing up to header_rev is pending (when
+                        // etcd can be trusted on that).
+                        if self.storage.config.trust_progress_notify {
+                            last = last.max(header_rev);
+                        }
+                        if self.opts.progress_notify {
+                            let ok = self
+                                .send(WatchEvent::Bookmark {
+                                    resource_version: last,
+                                    initial_events_end: false,
+                                })
+                                .await;
+                            if !ok {
+                                return;
+                            }
+                        }
+                    }
+                    continue;
+                }
+                for ev in resp.events() {
+                    let Some(kv) = ev.kv() else { continue };
+                    let rev = rev_u64(kv.mod_revision());
+                    if rev <= last {
+                        continue;
+                    }
+                    let key = String::from_utf8_lossy(kv.key()).into_owned();
+                    let prev = ev.prev_kv().map(|p| Bytes::copy_from_slice(p.value()));
+                    let raw = match ev.event_type() {
+                        EventType::Put => RawEvent {
+                            key,
+                            rev,
+                            value: Some(Bytes::copy_from_slice(kv.value())),
+                            prev: if kv.create_revision() == kv.mod_revision() {
+                                None
+                            } else {
+                                prev
+                            },
+                        },
+                        EventType::Delete => {
+                            if prev.is_none() {
+                                self.fail(StorageError::Internal(
+                                    "etcd event received with PrevKv=nil".into(),
+                                ))
+                                .await;
+                                return;
+                            }
+                            RawEvent {
+                                key,
+                                rev,
+                                value: None,
+                                prev,
+                            }
+                        }
+                    };
+                    let delivered = match transform(&raw, &self.opts.predicate) {
+                        None => true,
+                        Some(Ok(e)) => self.send(e).await,
+                        Some(Err(e)) => {
+                            let _ = self.send(WatchEvent::Error(e)).await;
+                            false
+                        }
+                    };
+                    if !delivered {
+                        return;
+                    }
+                    last = rev;
+                }
+            }
+        }
+    }
+}
+
+impl Storage for EtcdStorage {
+    fn create<'a>(&'a self, key: &'a str, obj: Bytes) -> BoxFuture<'a, Result<Object>> {
+        Box::pin(async move {
+            if versioner::object_resource_version(&obj)? != 0 {
+                return Err(StorageError::Internal(
+                    "resourceVersion should not be set on objects to be created".into(),
+                ));
+            }
+            let stored = versioner::strip_resource_version(&obj)?;
+            check_size(key, &stored)?;
+            match self.cas_put(key, &stored, 0).await? {
+                Some(rev) => to_object(key, &stored, rev),
+                None => Err(StorageError::KeyExists {
+                    key: key.into(),
+                    resource_version: 0,
+                }),
+            }
+        })
+    }
+
+    fn get<'a>(&'a self, key: &'a str, opts: GetOptions) -> BoxFuture<'a, Result<Option<Object>>> {
+        Box::pin(async move {
+            let min = versioner::parse_resource_version(&opts.resource_version)?;
+            let (found, current) = self.get_raw(key).await?;
+            if min > current {
+                return Err(StorageError::TooLargeResourceVersion {
+                    requested: min,
+                    current,
+                    retry_after_seconds: 0,
+                });
+            }
+            match found {
+                Some((v, rev)) => Ok(Some(to_object(key, &v, rev)?)),
+                None if opts.ignore_not_found => Ok(None),
+                None => Err(StorageError::KeyNotFound {
+                    key: key.into(),
+                    resource_version: current,
+                }),
+            }
+        })
+    }
+
+    fn list<'a>(&'a self, key: &'a str, opts: ListOptions) -> BoxFuture<'a, Result<ListResult>> {
+        Box::pin(async move {
+            let (prefix, exact) = if opts.recursive {
+                (recursive_prefix(key), None)
+            } else {
+                (key.to_string(), Some(key))
+            };
+            let plan = plan_list(&prefix, &opts)?;
+            let limit = if opts.recursive { opts.limit } else { 0 };
+            self.read_list(&prefix, exact, &plan, limit, &opts.predicate)
+                .await
+        })
+    }
+
+    fn guaranteed_update<'a>(
+        &'a self,
+        key: &'a str,
+        ignore_not_found: bool,
+        preconditions: Option<Preconditions>,
+        try_update: &'a mut UpdateFn<'a>,
+    ) -> BoxFuture<'a, Result<Object>> {
+        Box::pin(async move {
+            loop {
+                let (current, _) = self.get_raw(key).await?;
+                let cur_obj = match &current {
+                    Some((v, rev)) => Some(to_object(key, v, *rev)?),
+                    None if ignore_not_found => None,
+                    None => {
+                        return Err(StorageError::KeyNotFound {
+                            key: key.into(),
+                            resource_version: 0,
+                        });
+                    }
+                };
+                if let (Some(p), Some(obj)) = (&preconditions, &cur_obj) {
+                    p.check(key, obj)?;
+                }
+                let new = try_update(cur_obj.as_ref())?;
+                let stored = versioner::strip_resource_version(&new)?;
+                if let (Some((old, _)), Some(obj)) = (&current, &cur_obj)
+                    && *old == stored
+                {
+                    return Ok(obj.clone());
+                }
+                check_size(key, &stored)?;
+                let expect = current.as_ref().map(|(_, r)| *r).unwrap_or(0);
+                if let Some(rev) = self.cas_put(key, &stored, expect).await? {
+                    return to_object(key, &stored, rev);
+                }
+            }
+        })
+    }
+
+    fn delete<'a>(
+        &'a self,
+        key: &'a str,
+        preconditions: Option<Preconditions>,
+        validate: Option<&'a ValidateDeletionFn<'a>>,
+    ) -> BoxFuture<'a, Result<Object>> {
+        Box::pin(async move {
+            loop {
+                let (Some((value, rev)), _) = self.get_raw(key).await? else {
+                    return Err(StorageError::KeyNotFound {
+                        key: key.into(),
+                        resource_version: 0,
+                    });
+                };
+                let obj = to_object(key, &value, rev)?;
+                if let Some(p) = &preconditions {
+                    p.check(key, &obj)?;
+                }
+                if let Some(v) = validate {
+                    v(&obj)?;
+                }
+                let txn = Txn::new()
+                    .when([Compare::mod_revision(
+                        key,
+                        CompareOp::Equal,
+                        i64::try_from(rev).unwrap_or(i64::MAX),
+                    )])
+                    .and_then([TxnOp::delete(key, None)]);
+                let mut kv = self.kv();
+                let resp = self.call(key, kv.txn(txn)).await?;
+                if !resp.succeeded() {
+                    continue;
+                }
+                let del_rev = resp
+                    .op_responses()
+                    .into_iter()
+                    .find_map(|r| match r {
+                        TxnOpResponse::Delete(d) => d.header().map(|h| h.revision()),
+                        _ => None,
+                    })
+                    .or_else(|| resp.header().map(|h| h.revision()))
+                    .unwrap_or(0);
+                return to_object(key, &value, rev_u64(del_rev));
+            }
+        })
+    }
+
+    fn watch<'a>(&'a self, key: &'a str, opts: ListOptions) -> BoxFuture<'a, Result<WatchStream>> {
+        Box::pin(async move {
+            let rv = parse_watch_rv(&opts.resource_version)?;
+            let initial = match opts.send_initial_events {
+                None => rv == 0,
+                Some(v) => v,
+            };
+            let key = if opts.recursive {
+                recursive_prefix(key)
+            } else {
+                key.to_string()
+            };
+            let start = if rv == 0 && !initial {
+                self.current_revision().await?
+            } else {
+                rv
+            };
+            let (tx, rx) = mpsc::channel(WATCH_CHANNEL_CAPACITY);
+            let (ptx, prx) = mpsc::channel(1);
+            let stop = CancellationToken::new();
+            let task = EtcdWatch {
+                storage: self.clone(),
+                key,
+                recursive: opts.recursive,
+                opts,
+                tx,
+            };
+            tokio::spawn(task.run(start, initial, stop.clone(), prx));
+            Ok(
+                WatchStream::new(rx, Some(stop)).with_progress(Arc::new(move || {
+                    let _ = ptx.try_send(());
+                })),
+            )
+        })
+    }
+
+    fn count<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<i64>> {
+        Box::pin(async move {
+            let prefix = recursive_prefix(key);
+            let opts = EtcdGet::new()
+                .with_range(prefix_end(&prefix))
+                .with_count_only();
+            let mut kv = self.kv();
+            let resp = self.call(key, kv.get(prefix.clone(), Some(opts))).await?;
+            Ok(resp.count())
+        })
+    }
+
+    fn current_revision(&self) -> BoxFuture<'_, Result<u64>> {
+        Box::pin(async move {
+            let mut kv = self.kv();
+            let key = format!("{}/", self.config.prefix.trim_end_matches('/'));
+            let opts = EtcdGet::new().with_count_only().with_limit(1);
+            let resp = self.call(&key, kv.get(key.clone(), Some(opts))).await?;
+            Ok(rev_u64(resp.header().map(|h| h.revision()).unwrap_or(0)))
+        })
+    }
+
+    fn compact(&self, revision: u64) -> BoxFuture<'_, Result<()>> {
+        Box::pin(async move {
+            let mut kv = self.kv();
+            let rev = i64::try_from(revision).unwrap_or(i64::MAX);
+            match self.call("compact", kv.compact(rev, None)).await {
+                Ok(_) => {
+                    self.saw_compaction(revision);
+                    Ok(())
+                }
+                Err(StorageError::Expired { .. }) => Err(StorageError::Expired {
+                    requested: revision,
+                    current: self.compacted_revision(),
+                    message: "mvcc: required revision has been compacted".into(),
+                    continue_token: None,
+                }),
+                Err(e) => Err(e),
+            }
+        })
+    }
+
+    fn compacted_revision(&self) -> u64 {
+        self.compact_rev.load(Ordering::SeqCst)
+    }
+
+    fn reliable_progress(&self) -> bool {
+        self.config.trust_progress_notify
+    }
+
+    fn health(&self) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(async move {
+            // Upstream's check reads `<prefix>/health` with a short deadline; not found is fine.
+            let key = format!("{}/health", self.config.prefix.trim_end_matches('/'));
+            let mut kv = self.kv();
+            match tokio::time::timeout(self.config.health_timeout, kv.get(key, None)).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(format!("error getting data from etcd: {e}")),
+                Err(_) => Err("etcd health check timed out".into()),
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::testing::Caps;
+    use crate::storage::testing::etcd_server::EtcdServer;
+
+    async fn connect(server: &EtcdServer) -> EtcdStorage {
+        EtcdStorage::connect(EtcdConfig {
+            endpoints: vec![server.url()],
+            request_timeout: Duration::from_secs(3),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+    }
+
+    async fn store() -> (Arc<dyn Storage>, EtcdServer) {
+        let server = EtcdServer::start().await;
+        let s = connect(&server).await;
+        (Arc::new(s), server)
+    }
+
+    crate::storage_conformance!(
+        store,
+        Caps {
+            watch_compaction_410: true
+        }
+    );
+
+    #[test]
+    fn prefix_end_increments_last_byte() {
+        assert_eq!(prefix_end("/registry/pods/"), b"/registry/pods0".to_vec());
+        assert_eq!(prefix_end("a\u{7f}"), b"a\x80".to_vec());
+    }
+}
+
+#[cfg(test)]
+mod fault_tests {
+    use std::collections::BTreeMap;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::storage::testing::etcd_server::EtcdServer;
+    use crate::storage::testing::pod;
+
+    async fn connect(server: &EtcdServer, timeout: Duration) -> EtcdStorage {
+        EtcdStorage::connect(EtcdConfig {
+            endpoints: vec![server.url()],
+            request_timeout: timeout,
+            health_timeout: Duration::from_secs(1),
+            ..Default::default()
+        })
+        .await
+        .unwrap()
+    }
+
+    /// While etcd is down: 5xx within the request timeout, failing health; then recovery.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn etcd_down_fails_fast_and_recovers() {
+        let mut server = EtcdServer::start().await;
+        let s = connect(&server, Duration::from_secs(2)).await;
+        s.create("/registry/pods/ns/a", pod("ns", "a", &[]))
+            .await
+            .unwrap();
+        assert!(s.health().await.is_ok());
+        server.stop();
+        let started = Instant::now();
+        let err = s
+            .get("/registry/pods/ns/a", GetOptions::default())
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(10), "{err:?}");
+        let api = err.to_api_error(Operation::Get, "", "pods", "a");
+        assert!(api.code().is_server_error(), "{api:?}");
+        let err = s
+            .create("/registry/pods/ns/b", pod("ns", "b", &[]))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_api_error(Operation::Create, "", "pods", "b")
+                .code()
+                .is_server_error()
+        );
+        assert!(s.health().await.is_err());
+        server.start_again().await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if s.get("/registry/pods/ns/a", GetOptions::default())
+                .await
+                .is_ok()
+                && s.health().await.is_ok()
+            {
+                break;
+            }
+            assert!(Instant::now() < deadline, "did not recover");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// etcd restarts (SIGKILL) during writes and a watch: nothing acknowledged is lost and the
+    /// watch delivers every acknowledged change once, in order (or ends with an error).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn restart_during_writes_and_watch() {
+        let mut server = EtcdServer::start().await;
+        let s = connect(&server, Duration::from_secs(2)).await;
+        let start = s.current_revision().await.unwrap();
+        let mut w = s
+            .watch(
+                "/registry/cm/",
+                ListOptions {
+                    resource_version: start.to_string(),
+                    recursive: true,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        let writer = {
+            let s = s.clone();
+            tokio::spawn(async move {
+                let mut acked = BTreeMap::new();
+                for i in 0..300 {
+                    let key = format!("/registry/cm/ns/c{i:04}");
+                    if let Ok(o) = s.create(&key, pod("ns", &format!("c{i:04}"), &[])).await {
+                        acked.insert(key, o.resource_version);
+                    }
+                }
+                acked
+            })
+        };
+        // Restart twice while the writer runs.
+        for _ in 0..2 {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while s.count("/registry/cm/").await.unwrap_or(0) < 50 {
+                assert!(Instant::now() < deadline);
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            server.restart().await;
+        }
+        let acked = writer.await.unwrap();
+        assert!(
+            acked.len() > 50,
+            "too few writes acknowledged: {}",
+            acked.len()
+        );
+        for (key, rev) in &acked {
+            let got = s.get(key, GetOptions::default()).await.unwrap().unwrap();
+            assert_eq!(got.resource_version, *rev, "{key}");
+        }
+        let max_acked = acked.values().copied().max().unwrap_or(0);
+        let mut seen: BTreeMap<String, u64> = BTreeMap::new();
+        let mut last = start;
+        let mut ended_with_error = false;
+        while last < max_acked {
+            match crate::storage::testing::next_event(&mut w).await {
+                WatchEvent::Added(o) => {
+                    assert!(o.resource_version > last, "duplicate or reordered event");
+                    last = o.resource_version;
+                    seen.insert(o.key, o.resource_version);
+                }
+                WatchEvent::Error(_) => {
+                    ended_with_error = true;
+                    break;
+                }
+                WatchEvent::Bookmark { .. } => {}
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        if !ended_with_error {
+            for (key, rev) in &acked {
+                assert_eq!(seen.get(key), Some(rev), "watch missed {key}");
+            }
+        }
+    }
+}

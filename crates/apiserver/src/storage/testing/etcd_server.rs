@@ -1,0 +1,141 @@
+//! A real etcd for tests: `/usr/bin/etcd` (or `etcd` on `PATH`) on free loopback ports in a
+//! temporary directory. A missing binary fails the test loudly rather than skipping it.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A running etcd, killed on drop.
+pub struct EtcdServer {
+    child: Option<Child>,
+    dir: tempfile::TempDir,
+    client_port: u16,
+    peer_port: u16,
+    binary: PathBuf,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free loopback port")
+}
+
+fn find_etcd() -> PathBuf {
+    let fixed = PathBuf::from("/usr/bin/etcd");
+    if fixed.exists() {
+        return fixed;
+    }
+    if let Some(paths) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&paths) {
+            let candidate = dir.join("etcd");
+            if candidate.exists() {
+                return candidate;
+            }
+        }
+    }
+    panic!(
+        "etcd is not installed (looked for /usr/bin/etcd and etcd on PATH); the etcd storage tests need it: apt-get install -y etcd-server"
+    );
+}
+
+impl EtcdServer {
+    /// Starts etcd and waits until it serves requests.
+    pub async fn start() -> Self {
+        let mut server = EtcdServer {
+            child: None,
+            dir: tempfile::tempdir().expect("tempdir"),
+            client_port: free_port(),
+            peer_port: free_port(),
+            binary: find_etcd(),
+        };
+        server.spawn();
+        server.wait_ready().await;
+        server
+    }
+
+    /// The client URL.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+
+    fn spawn(&mut self) {
+        let client = self.url();
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let log = std::fs::File::create(self.dir.path().join("etcd.log")).expect("log file");
+        let child = Command::new(&self.binary)
+            .arg("--name=test")
+            .arg(format!(
+                "--data-dir={}",
+                self.dir.path().join("data").display()
+            ))
+            .arg(format!("--listen-client-urls={client}"))
+            .arg(format!("--advertise-client-urls={client}"))
+            .arg(format!("--listen-peer-urls={peer}"))
+            .arg(format!("--initial-advertise-peer-urls={peer}"))
+            .arg(format!("--initial-cluster=test={peer}"))
+            .arg("--experimental-watch-progress-notify-interval=5s")
+            .arg("--logger=zap")
+            .arg("--log-level=error")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting etcd");
+        self.child = Some(child);
+    }
+
+    /// Waits (with a deadline) until etcd answers a read.
+    pub async fn wait_ready(&self) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let ok = async {
+                let mut c = etcd_client::Client::connect([self.url()], None)
+                    .await
+                    .ok()?;
+                tokio::time::timeout(Duration::from_secs(2), c.get("/health", None))
+                    .await
+                    .ok()?
+                    .ok()
+            }
+            .await
+            .is_some();
+            if ok {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "etcd did not become ready; log: {}",
+                std::fs::read_to_string(self.dir.path().join("etcd.log")).unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    /// Kills etcd (SIGKILL) and waits for it to exit.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a stopped etcd again on the same ports and data.
+    pub async fn start_again(&mut self) {
+        self.spawn();
+        self.wait_ready().await;
+    }
+
+    /// Starts etcd again on the same ports and data.
+    pub async fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+        self.wait_ready().await;
+    }
+}
+
+impl Drop for EtcdServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

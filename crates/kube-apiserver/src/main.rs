@@ -47,7 +47,6 @@ fn main() {
         match server::run(opts, verbosity, stop).await {
             Ok(()) => 0,
             Err(err) => {
-                tracing::error!("{err}");
                 eprintln!("Error: {err}");
                 1
             }

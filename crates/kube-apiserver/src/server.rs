@@ -19,6 +19,8 @@ use apiserver::server::serving::{
     BindAddress, CertKeyFiles, DynamicClientCa, SecureServingInfo, SniCertKey, TlsVersion,
 };
 use apiserver::server::{Config, EmptyDelegate};
+use apiserver::storage::factory::{StorageBackend, StorageOptions};
+use apiserver::storage::health::{PROBE_INTERVAL, storage_health_check};
 use tokio_util::sync::CancellationToken;
 
 use crate::options::Options;
@@ -103,6 +105,19 @@ pub async fn run(
     stop: CancellationToken,
 ) -> Result<(), StartError> {
     std::fs::create_dir_all(&opts.data_dir).map_err(setup("creating --data-dir"))?;
+    // Storage first: it owns the data directory, so a second server on the same directory
+    // stops here with a clear error before touching anything else.
+    let backend = StorageBackend::open(&StorageOptions {
+        data_dir: opts.data_dir.clone(),
+        etcd_servers: opts.etcd_servers.clone(),
+        etcd_prefix: opts.etcd_prefix.clone(),
+        etcd_cafile: opts.etcd_cafile.clone(),
+        etcd_certfile: opts.etcd_certfile.clone(),
+        etcd_keyfile: opts.etcd_keyfile.clone(),
+        compaction_interval: opts.etcd_compaction_interval.get(),
+    })
+    .await
+    .map_err(setup("opening storage"))?;
     let certs = certificates(&opts)?;
 
     // Bind first, so the admin kubeconfig carries the real port (also with --secure-port=0).
@@ -212,7 +227,18 @@ pub async fn run(
         .complete()
         .new("kube-apiserver", Arc::new(not_found))
         .map_err(setup("creating the server"))?;
-    server.prepare_run().run(stop).await?;
+    let probes = CancellationToken::new();
+    server
+        .add_health_checks(vec![storage_health_check(
+            backend.storage.clone(),
+            PROBE_INTERVAL,
+            probes.clone(),
+        )])
+        .map_err(setup("registering the storage health check"))?;
+    let result = server.prepare_run().run(stop).await;
+    probes.cancel();
+    drop(backend);
+    result?;
     tracing::info!("kube-apiserver stopped");
     Ok(())
 }

@@ -16,6 +16,7 @@ pub mod compactor;
 pub mod continue_token;
 pub mod errors;
 pub mod factory;
+pub mod health;
 pub mod selection;
 #[cfg(test)]
 pub mod testing;

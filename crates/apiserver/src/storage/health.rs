@@ -1,0 +1,92 @@
+//! The storage health check (`etcd` in /healthz, /livez and /readyz, as upstream names it).
+//!
+//! Health checks answer synchronously while the storage probe is a network round trip, so a
+//! background task probes the backend every interval (with a timeout) and the check reports the
+//! latest result. A probe that has not completed for three intervals counts as a failure, so a
+//! hung backend is reported even if the probe itself never returns.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use super::Storage;
+use crate::server::healthz::{SharedHealthChecker, grouped_check};
+
+/// How often the backend is probed.
+pub const PROBE_INTERVAL: Duration = Duration::from_secs(1);
+
+#[derive(Debug)]
+struct LastProbe {
+    at: Instant,
+    result: Result<(), String>,
+}
+
+/// Starts probing `storage` until `stop` fires and returns the `etcd` check (group `etcd`).
+pub fn storage_health_check(
+    storage: Arc<dyn Storage>,
+    interval: Duration,
+    stop: CancellationToken,
+) -> SharedHealthChecker {
+    let last = Arc::new(Mutex::new(LastProbe {
+        at: Instant::now(),
+        result: Err("not probed yet".to_string()),
+    }));
+    {
+        let last = last.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(interval);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                let result = match tokio::time::timeout(interval * 2, storage.health()).await {
+                    Ok(result) => result,
+                    Err(_) => Err(format!("health probe timed out after {:?}", interval * 2)),
+                };
+                if let Ok(mut last) = last.lock() {
+                    *last = LastProbe {
+                        at: Instant::now(),
+                        result,
+                    };
+                }
+            }
+        });
+    }
+    grouped_check(super::factory::HEALTH_CHECK_NAME, "etcd", move |_| {
+        let last = last
+            .lock()
+            .map_err(|_| "health state poisoned".to_string())?;
+        if last.at.elapsed() > interval * 3 {
+            return Err(format!(
+                "no successful storage health probe for {:?}",
+                last.at.elapsed()
+            ));
+        }
+        last.result.clone()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::backends::EmbeddedStorage;
+
+    #[tokio::test]
+    async fn reports_the_embedded_backend_healthy() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let stop = CancellationToken::new();
+        let check = storage_health_check(storage, Duration::from_millis(20), stop.clone());
+        assert_eq!(check.name(), "etcd");
+        let (parts, ()) = http::Request::new(()).into_parts();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while check.check(&parts).is_err() {
+            assert!(Instant::now() < deadline, "storage never reported healthy");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        stop.cancel();
+    }
+}

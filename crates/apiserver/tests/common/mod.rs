@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod client;
+pub mod lifecycle;
 pub mod pki;
 
 use std::future::Future;
@@ -18,7 +19,7 @@ use apiserver::filters::{HttpService, service_fn};
 use apiserver::server::lifecycle::{LifecycleSignals, SignalRecorder};
 use apiserver::server::run::RunError;
 use apiserver::server::serving::{BindAddress, CertKeyFiles, DynamicClientCa, SecureServingInfo};
-use apiserver::server::{Config, EmptyDelegate, GenericApiServer};
+use apiserver::server::{Config, DelegationTarget, EmptyDelegate, GenericApiServer};
 use http::StatusCode;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -88,7 +89,7 @@ impl TestPki {
 }
 
 type ConfigureFn = Box<dyn FnOnce(&mut Config, &TestPki)>;
-type InstallFn = Box<dyn FnOnce(&GenericApiServer)>;
+type InstallFn = Box<dyn FnOnce(&GenericApiServer, std::net::SocketAddr)>;
 
 /// Builds a test server. `configure` adjusts the config; `install` adds routes and hooks.
 pub struct TestServerBuilder {
@@ -96,6 +97,7 @@ pub struct TestServerBuilder {
     install: Vec<InstallFn>,
     anonymous: bool,
     modes: Vec<AuthorizationMode>,
+    delegate: Option<Arc<dyn DelegationTarget>>,
 }
 
 impl Default for TestServerBuilder {
@@ -105,6 +107,7 @@ impl Default for TestServerBuilder {
             install: Vec::new(),
             anonymous: true,
             modes: vec![AuthorizationMode::AlwaysAllow],
+            delegate: None,
         }
     }
 }
@@ -120,7 +123,23 @@ impl TestServerBuilder {
     }
 
     pub fn install(mut self, f: impl FnOnce(&GenericApiServer) + 'static) -> Self {
+        self.install.push(Box::new(move |server, _addr| f(server)));
+        self
+    }
+
+    /// Like `install`, also given the address the server will listen on (for hooks that
+    /// reach the server over loopback before it hands them a loopback configuration).
+    pub fn install_at(
+        mut self,
+        f: impl FnOnce(&GenericApiServer, std::net::SocketAddr) + 'static,
+    ) -> Self {
         self.install.push(Box::new(f));
+        self
+    }
+
+    /// The server delegates unknown paths to `delegate` (default: an empty delegate).
+    pub fn delegate(mut self, delegate: Arc<dyn DelegationTarget>) -> Self {
+        self.delegate = Some(delegate);
         self
     }
 
@@ -162,10 +181,14 @@ impl TestServerBuilder {
         let signals = config.lifecycle_signals.clone();
         let server = config
             .complete()
-            .new("test-apiserver", Arc::new(EmptyDelegate::new()))
+            .new(
+                "test-apiserver",
+                self.delegate
+                    .unwrap_or_else(|| Arc::new(EmptyDelegate::new())),
+            )
             .expect("new server");
         for f in self.install {
-            f(&server);
+            f(&server, addr);
         }
         let prepared = server.prepare_run();
         let stop = CancellationToken::new();

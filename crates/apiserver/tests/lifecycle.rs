@@ -146,6 +146,17 @@ async fn failing_post_start_hook_makes_run_fail() {
         }
         other => panic!("expected PostStartHookFailed, got {other:?}"),
     }
+    // A fatal error ends serving too (upstream exits the process).
+    let client = server.client();
+    eventually(
+        PROMPT,
+        "the listener to close after the fatal error",
+        || {
+            let client = client.clone();
+            async move { client.connect(Proto::H1).await.is_err() }
+        },
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -382,3 +382,22 @@ async fn wrapping_server_serves_delegate_paths_health_checks_and_destroys_both_o
     DelegationTarget::destroy(&*delegate);
     assert_eq!(delegate_destroyed.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listener_stopping_without_a_stop_request_is_fatal() {
+    let mut server = TestServerBuilder::new().start().await;
+    server.wait_ready().await;
+    // Shutting the listening socket down makes accept fail with EINVAL: the listener stops
+    // although nobody asked the server to stop.
+    socket2::SockRef::from(&server.listener)
+        .shutdown(std::net::Shutdown::Read)
+        .unwrap();
+    match server.join().await {
+        Err(RunError::ListenerStopped(message)) => {
+            let expected = format!("Stopped listening on {} due to error", server.addr);
+            assert!(message.starts_with(&expected), "{message}");
+        }
+        other => panic!("expected ListenerStopped, got {other:?}"),
+    }
+    assert!(!server.signals.shutdown_initiated.signaled());
+}

@@ -57,6 +57,8 @@ pub struct TestServer {
     pub run: Option<JoinHandle<Result<(), RunError>>>,
     pub admin: Pem,
     pub loopback_token: String,
+    /// A duplicate of the listening socket (to break the listener from outside).
+    pub listener: std::net::TcpListener,
 }
 
 /// Files of the test PKI.
@@ -160,6 +162,7 @@ impl TestServerBuilder {
         let mut config = Config::new(Some(recorder.clone()));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
+        let listener_dup = listener.try_clone().expect("dup listener");
         let client_ca = DynamicClientCa::new(&pki.client_ca_file);
         let mut info = SecureServingInfo::new(BindAddress::Listener(listener), pki.serving.clone());
         info.client_ca = Some(client_ca.clone());
@@ -204,6 +207,7 @@ impl TestServerBuilder {
             run: Some(run),
             admin,
             loopback_token,
+            listener: listener_dup,
         };
         let client = server.client();
         eventually(Duration::from_secs(20), "the server to listen", || {

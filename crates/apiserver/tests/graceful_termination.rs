@@ -167,15 +167,31 @@ async fn without_retry_after_serves_until_delay_and_hooks_end_then_refuses_conne
     let client = s.server.admin_client();
     let mut h1 = client.connect(Proto::H1).await.unwrap();
     let mut h2 = client.connect(Proto::H2).await.unwrap();
-    assert_served(&client, &mut h1, &mut h2, "before stop").await;
+    within(
+        "serving before stop",
+        assert_served(&client, &mut h1, &mut h2, "before stop"),
+    )
+    .await;
     let watch = Watch::open(&client, Proto::H2).await;
 
     s.server.stop.cancel();
-    s.server.signals.shutdown_initiated.wait().await;
-    assert_readyz_reports_shutdown(&client).await;
-    assert_served(&client, &mut h1, &mut h2, "shutdown delay").await;
+    within(
+        "shutdown_initiated",
+        s.server.signals.shutdown_initiated.wait(),
+    )
+    .await;
+    within("readyz", assert_readyz_reports_shutdown(&client)).await;
+    within(
+        "serving in the delay",
+        assert_served(&client, &mut h1, &mut h2, "shutdown delay"),
+    )
+    .await;
 
-    s.server.signals.after_shutdown_delay_duration.wait().await;
+    within(
+        "after_shutdown_delay_duration",
+        s.server.signals.after_shutdown_delay_duration.wait(),
+    )
+    .await;
     let hook_call = tokio::time::timeout(PROMPT, s.hook_results.recv())
         .await
         .expect("the hook called over loopback");
@@ -186,7 +202,11 @@ async fn without_retry_after_serves_until_delay_and_hooks_end_then_refuses_conne
     );
     // The hook is still running: everything is still served.
     assert!(!s.server.signals.not_accepting_new_requests.signaled());
-    assert_served(&client, &mut h1, &mut h2, "pre-shutdown hook running").await;
+    within(
+        "serving while the hook runs",
+        assert_served(&client, &mut h1, &mut h2, "pre-shutdown hook running"),
+    )
+    .await;
 
     // In flight when the server stops accepting: one on its own HTTP/1.1 connection, one on
     // an HTTP/2 connection whose GOAWAY is observed below.
@@ -201,21 +221,38 @@ async fn without_retry_after_serves_until_delay_and_hooks_end_then_refuses_conne
     let slow_h2 = start_slow(&client, h2_in_flight, &mut s.slow_started).await;
 
     s.release_hook.cancel();
-    s.server.signals.not_accepting_new_requests.wait().await;
+    within(
+        "not_accepting_new_requests",
+        s.server.signals.not_accepting_new_requests.wait(),
+    )
+    .await;
 
     // HTTP/2 connections get GOAWAY: no new streams, while the in-flight stream goes on.
     wait_unusable(&mut h2_goaway, "GOAWAY on the HTTP/2 connection").await;
-    assert!(get_on(&client, &mut h2_goaway, PODS).await.is_err());
+    assert!(
+        within(
+            "a request after GOAWAY",
+            get_on(&client, &mut h2_goaway, PODS)
+        )
+        .await
+        .is_err()
+    );
     // Idle keep-alive connections are closed.
     wait_unusable(&mut h1, "the reused HTTP/1.1 connection to close").await;
     wait_unusable(&mut h2, "the reused HTTP/2 connection to close").await;
-    s.server.signals.http_server_stopped_listening.wait().await;
+    within(
+        "http_server_stopped_listening",
+        s.server.signals.http_server_stopped_listening.wait(),
+    )
+    .await;
     for proto in [Proto::H1, Proto::H2] {
-        let err = client
-            .connect(proto)
-            .await
-            .err()
-            .expect("connection refused");
+        let err = within(
+            "connecting after the listener closed",
+            client.connect(proto),
+        )
+        .await
+        .err()
+        .expect("connection refused");
         assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused, "{err}");
     }
 
@@ -260,13 +297,29 @@ async fn with_retry_after_answers_429_after_not_accepting_while_in_flight_reques
     let client = s.server.admin_client();
     let mut h1 = client.connect(Proto::H1).await.unwrap();
     let mut h2 = client.connect(Proto::H2).await.unwrap();
-    assert_served(&client, &mut h1, &mut h2, "before stop").await;
+    within(
+        "serving before stop",
+        assert_served(&client, &mut h1, &mut h2, "before stop"),
+    )
+    .await;
 
     s.server.stop.cancel();
-    s.server.signals.shutdown_initiated.wait().await;
-    assert_readyz_reports_shutdown(&client).await;
-    assert_served(&client, &mut h1, &mut h2, "shutdown delay").await;
-    s.server.signals.after_shutdown_delay_duration.wait().await;
+    within(
+        "shutdown_initiated",
+        s.server.signals.shutdown_initiated.wait(),
+    )
+    .await;
+    within("readyz", assert_readyz_reports_shutdown(&client)).await;
+    within(
+        "serving in the delay",
+        assert_served(&client, &mut h1, &mut h2, "shutdown delay"),
+    )
+    .await;
+    within(
+        "after_shutdown_delay_duration",
+        s.server.signals.after_shutdown_delay_duration.wait(),
+    )
+    .await;
     let hook_call = tokio::time::timeout(PROMPT, s.hook_results.recv())
         .await
         .expect("the hook called over loopback");
@@ -275,7 +328,11 @@ async fn with_retry_after_answers_429_after_not_accepting_while_in_flight_reques
         Some(Ok(StatusCode::OK)),
         "pre-shutdown hook call"
     );
-    assert_served(&client, &mut h1, &mut h2, "pre-shutdown hook running").await;
+    within(
+        "serving while the hook runs",
+        assert_served(&client, &mut h1, &mut h2, "pre-shutdown hook running"),
+    )
+    .await;
 
     let slow = start_slow(
         &client,
@@ -284,7 +341,11 @@ async fn with_retry_after_answers_429_after_not_accepting_while_in_flight_reques
     )
     .await;
     s.release_hook.cancel();
-    s.server.signals.not_accepting_new_requests.wait().await;
+    within(
+        "not_accepting_new_requests",
+        s.server.signals.not_accepting_new_requests.wait(),
+    )
+    .await;
 
     let assert_429 = |reply: Reply, what: &str| {
         assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS, "{what}");
@@ -298,7 +359,7 @@ async fn with_retry_after_answers_429_after_not_accepting_while_in_flight_reques
     assert_429(get_on(&client, &mut h1, PODS).await.unwrap(), "reused h1");
     assert_429(get_on(&client, &mut h2, PODS).await.unwrap(), "reused h2");
     // Health endpoints are exempt and keep telling the truth.
-    assert_readyz_reports_shutdown(&client).await;
+    within("readyz", assert_readyz_reports_shutdown(&client)).await;
     // The listener stays open until the in-flight request drained.
     assert!(!s.server.signals.in_flight_requests_drained.signaled());
     assert!(!s.server.signals.http_server_stopped_listening.signaled());

@@ -385,11 +385,11 @@ async fn wrapping_server_serves_delegate_paths_health_checks_and_destroys_both_o
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listener_stopping_without_a_stop_request_is_fatal() {
-    let mut server = TestServerBuilder::new().start().await;
+    let mut server = TestServerBuilder::new().keep_listener().start().await;
     server.wait_ready().await;
     // Shutting the listening socket down makes accept fail with EINVAL: the listener stops
     // although nobody asked the server to stop.
-    socket2::SockRef::from(&server.listener)
+    socket2::SockRef::from(server.listener.as_ref().unwrap())
         .shutdown(std::net::Shutdown::Read)
         .unwrap();
     match server.join().await {

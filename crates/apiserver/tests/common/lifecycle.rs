@@ -162,11 +162,19 @@ pub async fn get_on(client: &Client, conn: &mut Conn, path: &str) -> std::io::Re
 /// Waits until `conn` can no longer take requests (closed, or GOAWAY received).
 pub async fn wait_unusable(conn: &mut Conn, what: &str) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
-    while conn.is_usable().await {
+    while within(what, conn.is_usable()).await {
         assert!(
             tokio::time::Instant::now() < deadline,
             "timed out waiting for {what}"
         );
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// Awaits `fut`, failing the test with `what` if it takes longer than 20 s.
+pub async fn within<F: std::future::Future>(what: &str, fut: F) -> F::Output {
+    match tokio::time::timeout(std::time::Duration::from_secs(20), fut).await {
+        Ok(output) => output,
+        Err(_) => panic!("timed out waiting for {what}"),
     }
 }

@@ -57,8 +57,9 @@ pub struct TestServer {
     pub run: Option<JoinHandle<Result<(), RunError>>>,
     pub admin: Pem,
     pub loopback_token: String,
-    /// A duplicate of the listening socket (to break the listener from outside).
-    pub listener: std::net::TcpListener,
+    /// A duplicate of the listening socket, if asked for (to break the listener from
+    /// outside; while it exists the socket stays open after the server closed its copy).
+    pub listener: Option<std::net::TcpListener>,
 }
 
 /// Files of the test PKI.
@@ -100,6 +101,7 @@ pub struct TestServerBuilder {
     anonymous: bool,
     modes: Vec<AuthorizationMode>,
     delegate: Option<Arc<dyn DelegationTarget>>,
+    keep_listener: bool,
 }
 
 impl Default for TestServerBuilder {
@@ -110,6 +112,7 @@ impl Default for TestServerBuilder {
             anonymous: true,
             modes: vec![AuthorizationMode::AlwaysAllow],
             delegate: None,
+            keep_listener: false,
         }
     }
 }
@@ -139,6 +142,12 @@ impl TestServerBuilder {
         self
     }
 
+    /// Keeps a duplicate of the listening socket in [`TestServer::listener`].
+    pub fn keep_listener(mut self) -> Self {
+        self.keep_listener = true;
+        self
+    }
+
     /// The server delegates unknown paths to `delegate` (default: an empty delegate).
     pub fn delegate(mut self, delegate: Arc<dyn DelegationTarget>) -> Self {
         self.delegate = Some(delegate);
@@ -162,7 +171,9 @@ impl TestServerBuilder {
         let mut config = Config::new(Some(recorder.clone()));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let listener_dup = listener.try_clone().expect("dup listener");
+        let listener_dup = self
+            .keep_listener
+            .then(|| listener.try_clone().expect("dup listener"));
         let client_ca = DynamicClientCa::new(&pki.client_ca_file);
         let mut info = SecureServingInfo::new(BindAddress::Listener(listener), pki.serving.clone());
         info.client_ca = Some(client_ca.clone());

@@ -128,7 +128,9 @@ impl CompletedConfig {
         if inner.config.max_requests_in_flight > 0
             || inner.config.max_mutating_requests_in_flight > 0
         {
-            server.add_post_start_hook(
+            // A delegate with in-flight limits registered this hook already (upstream checks
+            // `isPostStartHookRegistered`); registering it twice would fail `New`.
+            server.add_post_start_hook_or_die(
                 "max-in-flight-filter",
                 max_in_flight_hook(inner.config.max_in_flight.clone()),
             )?;

@@ -257,10 +257,17 @@ impl PreparedGenericApiServer {
             });
         }
 
+        // Upstream exits the process on these; here `run` returns, so serving must end too
+        // rather than carry on in the background.
+        let fatal = |err: RunError| {
+            stop_http.cancel();
+            config.watches_end.cancel();
+            Err(err)
+        };
         tokio::select! {
             _ = stop.cancelled() => {}
-            Some(err) = fatal_rx.recv() => return Err(err),
-            Some(failure) = hook_fail_rx.recv() => return Err(RunError::PostStartHookFailed(failure)),
+            Some(err) = fatal_rx.recv() => return fatal(err),
+            Some(failure) = hook_fail_rx.recv() => return fatal(RunError::PostStartHookFailed(failure)),
         }
 
         // Also fired by the delay task; firing here too guarantees the hooks start after it.
@@ -279,7 +286,7 @@ impl PreparedGenericApiServer {
         config.watches_end.cancel();
         tokio::select! {
             _ = listener_done.cancelled() => {}
-            Some(err) = fatal_rx.recv() => return Err(err),
+            Some(err) = fatal_rx.recv() => return fatal(err),
         }
         if let Some(s) = serving {
             s.shutdown_complete().await;

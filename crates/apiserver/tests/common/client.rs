@@ -254,3 +254,13 @@ impl Conn {
         }
     }
 }
+
+impl Conn {
+    /// Another handle on the same HTTP/2 connection (HTTP/1.1 connections have only one).
+    pub fn h2_handle(&self) -> Option<Conn> {
+        match self {
+            Conn::H1(_) => None,
+            Conn::H2(sender) => Some(Conn::H2(sender.clone())),
+        }
+    }
+}

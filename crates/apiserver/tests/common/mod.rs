@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod client;
+pub mod lifecycle;
 pub mod pki;
 
 use std::future::Future;
@@ -18,7 +19,7 @@ use apiserver::filters::{HttpService, service_fn};
 use apiserver::server::lifecycle::{LifecycleSignals, SignalRecorder};
 use apiserver::server::run::RunError;
 use apiserver::server::serving::{BindAddress, CertKeyFiles, DynamicClientCa, SecureServingInfo};
-use apiserver::server::{Config, EmptyDelegate, GenericApiServer};
+use apiserver::server::{Config, DelegationTarget, EmptyDelegate, GenericApiServer};
 use http::StatusCode;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -56,6 +57,9 @@ pub struct TestServer {
     pub run: Option<JoinHandle<Result<(), RunError>>>,
     pub admin: Pem,
     pub loopback_token: String,
+    /// A duplicate of the listening socket, if asked for (to break the listener from
+    /// outside; while it exists the socket stays open after the server closed its copy).
+    pub listener: Option<std::net::TcpListener>,
 }
 
 /// Files of the test PKI.
@@ -88,7 +92,7 @@ impl TestPki {
 }
 
 type ConfigureFn = Box<dyn FnOnce(&mut Config, &TestPki)>;
-type InstallFn = Box<dyn FnOnce(&GenericApiServer)>;
+type InstallFn = Box<dyn FnOnce(&GenericApiServer, std::net::SocketAddr)>;
 
 /// Builds a test server. `configure` adjusts the config; `install` adds routes and hooks.
 pub struct TestServerBuilder {
@@ -97,6 +101,8 @@ pub struct TestServerBuilder {
     anonymous: bool,
     modes: Vec<AuthorizationMode>,
     token_file: Option<String>,
+    delegate: Option<Arc<dyn DelegationTarget>>,
+    keep_listener: bool,
 }
 
 impl Default for TestServerBuilder {
@@ -107,6 +113,8 @@ impl Default for TestServerBuilder {
             anonymous: true,
             modes: vec![AuthorizationMode::AlwaysAllow],
             token_file: None,
+            delegate: None,
+            keep_listener: false,
         }
     }
 }
@@ -122,7 +130,29 @@ impl TestServerBuilder {
     }
 
     pub fn install(mut self, f: impl FnOnce(&GenericApiServer) + 'static) -> Self {
+        self.install.push(Box::new(move |server, _addr| f(server)));
+        self
+    }
+
+    /// Like `install`, also given the address the server will listen on (for hooks that
+    /// reach the server over loopback before it hands them a loopback configuration).
+    pub fn install_at(
+        mut self,
+        f: impl FnOnce(&GenericApiServer, std::net::SocketAddr) + 'static,
+    ) -> Self {
         self.install.push(Box::new(f));
+        self
+    }
+
+    /// Keeps a duplicate of the listening socket in [`TestServer::listener`].
+    pub fn keep_listener(mut self) -> Self {
+        self.keep_listener = true;
+        self
+    }
+
+    /// The server delegates unknown paths to `delegate` (default: an empty delegate).
+    pub fn delegate(mut self, delegate: Arc<dyn DelegationTarget>) -> Self {
+        self.delegate = Some(delegate);
         self
     }
 
@@ -149,6 +179,9 @@ impl TestServerBuilder {
         let mut config = Config::new(Some(recorder.clone()));
         let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         let addr = listener.local_addr().expect("addr");
+        let listener_dup = self
+            .keep_listener
+            .then(|| listener.try_clone().expect("dup listener"));
         let client_ca = DynamicClientCa::new(&pki.client_ca_file);
         let mut info = SecureServingInfo::new(BindAddress::Listener(listener), pki.serving.clone());
         info.client_ca = Some(client_ca.clone());
@@ -175,10 +208,14 @@ impl TestServerBuilder {
         let signals = config.lifecycle_signals.clone();
         let server = config
             .complete()
-            .new("test-apiserver", Arc::new(EmptyDelegate::new()))
+            .new(
+                "test-apiserver",
+                self.delegate
+                    .unwrap_or_else(|| Arc::new(EmptyDelegate::new())),
+            )
             .expect("new server");
         for f in self.install {
-            f(&server);
+            f(&server, addr);
         }
         let prepared = server.prepare_run();
         let stop = CancellationToken::new();
@@ -194,6 +231,7 @@ impl TestServerBuilder {
             run: Some(run),
             admin,
             loopback_token,
+            listener: listener_dup,
         };
         let client = server.client();
         eventually(Duration::from_secs(20), "the server to listen", || {

@@ -20,6 +20,7 @@ pub mod body;
 pub mod endpoints;
 pub mod filters;
 pub mod metrics;
+pub mod registry;
 pub mod request;
 pub mod server;
 pub mod status;

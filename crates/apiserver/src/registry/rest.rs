@@ -1,0 +1,271 @@
+//! The interface between the REST handlers and storage of one resource (upstream
+//! `k8s.io/apiserver/pkg/registry/rest`): the handlers decode requests into these options and
+//! objects, call a [`RestStorage`], and encode what it returns.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::ResourceInfo;
+use crate::request::UserInfo;
+use crate::request::warning::WarningRecorder;
+use crate::status::ApiError;
+
+/// A boxed, sendable future.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Who is asking, and where (upstream's request context).
+#[derive(Clone, Debug, Default)]
+pub struct RequestContext {
+    /// Namespace from the URL (empty for cluster-scoped and all-namespaces requests).
+    pub namespace: String,
+    /// The requesting user.
+    pub user: Option<Arc<UserInfo>>,
+    /// Where to add `Warning` headers.
+    pub warnings: Option<Arc<WarningRecorder>>,
+}
+
+impl RequestContext {
+    /// Adds a warning (agent `-`).
+    pub fn warn(&self, text: &str) {
+        if let Some(w) = &self.warnings {
+            w.add("-", text);
+        }
+    }
+}
+
+/// `metav1.GetOptions`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct GetOptions {
+    /// `""` most recent, `"0"` any, `N` not older than N.
+    pub resource_version: String,
+}
+
+/// `metav1.ListOptions` (also used for watches).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ListOptions {
+    /// Label selector.
+    pub label_selector: String,
+    /// Field selector.
+    pub field_selector: String,
+    /// Watch instead of list.
+    pub watch: bool,
+    /// Ask for bookmarks.
+    pub allow_watch_bookmarks: bool,
+    /// Resource version.
+    pub resource_version: String,
+    /// `NotOlderThan`, `Exact` or empty.
+    pub resource_version_match: String,
+    /// Watch timeout in seconds.
+    pub timeout_seconds: Option<i64>,
+    /// Page size.
+    pub limit: i64,
+    /// Continue token.
+    #[serde(rename = "continue")]
+    pub continue_: String,
+    /// Start a watch with the current state (watch-list).
+    pub send_initial_events: Option<bool>,
+}
+
+/// `metav1.CreateOptions`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CreateOptions {
+    /// `["All"]` for a dry run.
+    pub dry_run: Vec<String>,
+    /// The field manager.
+    pub field_manager: String,
+    /// `Ignore`, `Warn` or `Strict`.
+    pub field_validation: String,
+}
+
+impl CreateOptions {
+    /// Whether nothing should be persisted.
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run.iter().any(|d| d == "All")
+    }
+}
+
+/// `metav1.UpdateOptions` (PATCH uses it too, with `force`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct UpdateOptions {
+    /// `["All"]` for a dry run.
+    pub dry_run: Vec<String>,
+    /// The field manager.
+    pub field_manager: String,
+    /// `Ignore`, `Warn` or `Strict`.
+    pub field_validation: String,
+}
+
+impl UpdateOptions {
+    /// Whether nothing should be persisted.
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run.iter().any(|d| d == "All")
+    }
+}
+
+/// `metav1.Preconditions`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Preconditions {
+    /// Required UID.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+    /// Required resource version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
+}
+
+/// `metav1.DeleteOptions`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DeleteOptions {
+    /// Grace period; 0 deletes immediately.
+    pub grace_period_seconds: Option<i64>,
+    /// Preconditions.
+    pub preconditions: Option<Preconditions>,
+    /// Deprecated; exclusive with `propagationPolicy`.
+    pub orphan_dependents: Option<bool>,
+    /// `Foreground`, `Background` or `Orphan`.
+    pub propagation_policy: Option<String>,
+    /// `["All"]` for a dry run.
+    pub dry_run: Vec<String>,
+}
+
+impl DeleteOptions {
+    /// Whether nothing should be persisted.
+    pub fn is_dry_run(&self) -> bool {
+        self.dry_run.iter().any(|d| d == "All")
+    }
+}
+
+/// Computes the new object of an update from the current one (`None` when it does not exist);
+/// called again after a conflict (upstream `UpdatedObjectInfo`). PATCH applies its patch here.
+pub type UpdateFunc = Box<dyn FnMut(Option<&Value>) -> Result<Value, ApiError> + Send>;
+
+/// A watch event as the REST layer encodes it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ObjectEvent {
+    /// A new object (or one that entered the selector, or part of the initial state).
+    Added(Value),
+    /// A changed object.
+    Modified(Value),
+    /// A deleted object (or one that left the selector).
+    Deleted(Value),
+    /// A bookmark: an object of the resource's kind carrying only
+    /// `metadata.resourceVersion` (and the initial-events-end annotation when it ends the
+    /// initial events of a watch-list).
+    Bookmark(Value),
+    /// An error, as a Status; the stream ends after it.
+    Error(ApiError),
+}
+
+/// A stream of watch events; dropping it ends the watch.
+pub type ObjectWatch = Pin<Box<dyn futures::Stream<Item = ObjectEvent> + Send>>;
+
+/// One resource's storage as the REST handlers see it. Every verb has a default that answers
+/// 405 MethodNotAllowed, so read-only or partial resources implement only what they serve.
+pub trait RestStorage: Send + Sync {
+    /// The resource.
+    fn info(&self) -> &ResourceInfo;
+
+    /// The verbs served, for discovery (sorted by the caller).
+    fn verbs(&self) -> Vec<&'static str>;
+
+    /// GET of one object.
+    fn get<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _name: &'a str,
+        _opts: &'a GetOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        Box::pin(async { Err(method_not_supported(self.info(), "get")) })
+    }
+
+    /// LIST: a `<Kind>List` object.
+    fn list<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        Box::pin(async { Err(method_not_supported(self.info(), "list")) })
+    }
+
+    /// WATCH.
+    fn watch<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<ObjectWatch, ApiError>> {
+        Box::pin(async { Err(method_not_supported(self.info(), "watch")) })
+    }
+
+    /// CREATE: returns the created object.
+    fn create<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _obj: Value,
+        _opts: &'a CreateOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        Box::pin(async { Err(method_not_supported(self.info(), "create")) })
+    }
+
+    /// UPDATE (PUT and PATCH): returns the object and whether it was created.
+    fn update<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _name: &'a str,
+        _update: UpdateFunc,
+        _opts: &'a UpdateOptions,
+        _force_allow_create: bool,
+    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
+        Box::pin(async { Err(method_not_supported(self.info(), "update")) })
+    }
+
+    /// DELETE: returns the object and whether it was deleted immediately (false when it only
+    /// got a deletionTimestamp because of finalizers or a grace period).
+    fn delete<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _name: &'a str,
+        _opts: &'a DeleteOptions,
+    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
+        Box::pin(async { Err(method_not_supported(self.info(), "delete")) })
+    }
+
+    /// DELETECOLLECTION: returns the `<Kind>List` of deleted objects.
+    fn delete_collection<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _delete: &'a DeleteOptions,
+        _list: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        Box::pin(async { Err(method_not_supported(self.info(), "deletecollection")) })
+    }
+
+    /// The strategy (table columns and rows, field validation) when the storage has one.
+    fn strategy(&self) -> Option<&dyn super::Strategy> {
+        None
+    }
+}
+
+/// 405 `<verb> is not supported on resources of kind "<resource>[.<group>]"`.
+pub fn method_not_supported(info: &ResourceInfo, verb: &str) -> ApiError {
+    let qualified = crate::status::qualified_resource(&info.group, &info.resource);
+    ApiError::new(
+        http::StatusCode::METHOD_NOT_ALLOWED,
+        crate::status::reason::METHOD_NOT_ALLOWED,
+        format!("{verb} is not supported on resources of kind {qualified:?}"),
+    )
+    .with_details(crate::status::StatusDetails {
+        group: info.group.clone(),
+        kind: info.resource.clone(),
+        ..Default::default()
+    })
+}

@@ -1,6 +1,7 @@
 //! Logging with klog's `-v` levels: 0–3 info, 4–5 debug, 6+ trace; `/debug/flags/v` changes
 //! the level at run time.
 
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 use apiserver::server::routes::flags::{FlagSetter, verbosity_setter};
@@ -31,6 +32,8 @@ pub fn init(verbosity: u8) -> FlagSetter {
         .with(
             tracing_subscriber::fmt::layer()
                 .with_writer(std::io::stderr)
+                // Colour codes only on a terminal: logs piped to files stay greppable.
+                .with_ansi(std::io::stderr().is_terminal())
                 .with_target(false),
         )
         .init();

@@ -139,6 +139,11 @@ pub(crate) fn spawn(
                         if let Err(e) = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive) {
                             tracing::debug!("cannot enable TCP keep-alive: {e}");
                         }
+                        // Go sets TCP_NODELAY on every connection; without it, small HTTP/2
+                        // frames wait for delayed ACKs (Nagle) and throughput collapses.
+                        if let Err(e) = stream.set_nodelay(true) {
+                            tracing::debug!("cannot set TCP_NODELAY: {e}");
+                        }
                         let local = stream.local_addr().unwrap_or(local_addr);
                         let fut = on_connection(stream, remote, local);
                         let hard_stop = hard_stop.clone();

@@ -31,8 +31,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use futures::FutureExt;
 use tower::util::BoxCloneSyncService;
-use tower::{Layer, Service, ServiceExt};
+use tower::{Layer, Service};
 
 use crate::body::{Request, Response};
 
@@ -74,15 +75,15 @@ impl Next {
     /// Returns a boxed future: an `async fn` here makes rustc fail to prove `Send` for filters'
     /// futures ("implementation of `Service` is not general enough", a known higher-ranked
     /// lifetime limitation with `dyn Error` request bodies).
+    ///
+    /// `poll_ready` is skipped: every service of the chain (filters, handlers, the mux) is
+    /// always ready, and calling directly saves an allocation per layer.
     pub fn run(self, req: Request) -> ResponseFuture {
-        let oneshot: Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>> =
-            Box::pin(self.0.oneshot(req));
-        Box::pin(async move {
-            match oneshot.await {
-                Ok(response) => response,
-                Err(never) => match never {},
-            }
-        })
+        let mut service = self.0;
+        Box::pin(service.call(req).map(|result| match result {
+            Ok(response) => response,
+            Err(never) => match never {},
+        }))
     }
 }
 

@@ -12,7 +12,7 @@ use http::{HeaderValue, StatusCode, header};
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use tokio::time::{Instant, Sleep};
 
-use super::panic_recovery::{AbortHandler, aborting_response};
+use super::panic_recovery::AbortHandler;
 use super::warning::recorder_for;
 use super::{Filter, Next};
 use crate::body::{Body, BoxError, Request, Response, TEXT_PLAIN_UTF8, boxed, full};
@@ -66,17 +66,18 @@ impl Filter for TimeoutFilter {
             // Created here so it can be closed on timeout: warnings added afterwards by the
             // still-running handler are dropped instead of racing the response.
             let recorder = recorder_for(&mut req);
-            let mut handler = tokio::spawn(next.run(req));
+            // The handler is polled in place; only when the deadline wins is it moved to a
+            // task of its own, so it runs on to completion as upstream's goroutine does
+            // without costing a task per request.
+            let mut handler = next.run(req);
+            let sleep = tokio::time::sleep_until(deadline);
+            tokio::pin!(sleep);
             tokio::select! {
                 biased;
-                joined = &mut handler => match joined {
-                    Ok(response) => with_body_deadline(response, deadline),
-                    Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
-                    Err(_) => aborting_response(),
-                },
-                _ = tokio::time::sleep_until(deadline) => {
+                response = &mut handler => with_body_deadline(response, deadline),
+                _ = &mut sleep => {
                     recorder.close();
-                    // The handler task runs on, detached.
+                    tokio::spawn(handler);
                     timeout_response()
                 }
             }

@@ -125,7 +125,7 @@ pub fn deployments() -> ResourceDef {
 /// The replicasets resource (subresources `status` and `scale`).
 pub fn replicasets() -> ResourceDef {
     let strategy = apps("ReplicaSet", "replicasets", &["rs"], true)
-        .status()
+        .status_from(|| json!({"replicas": 0}))
         .generation()
         .defaults(|obj| {
             default_at(obj, "spec.replicas", json!(1));
@@ -179,7 +179,7 @@ pub fn replicasets() -> ResourceDef {
 /// The statefulsets resource (subresources `status` and `scale`).
 pub fn statefulsets() -> ResourceDef {
     let strategy = apps("StatefulSet", "statefulsets", &["sts"], true)
-        .status()
+        .status_from(|| json!({"availableReplicas": 0, "replicas": 0}))
         .generation()
         .defaults(|obj| {
             default_at(obj, "spec.replicas", json!(1));
@@ -257,7 +257,7 @@ pub fn statefulsets() -> ResourceDef {
 /// The daemonsets resource (subresource `status`).
 pub fn daemonsets() -> ResourceDef {
     let strategy = apps("DaemonSet", "daemonsets", &["ds"], true)
-        .status()
+        .status_from(|| json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0, "numberMisscheduled": 0, "numberReady": 0}))
         .generation()
         .defaults(|obj| {
             let update = str_at(obj, "spec.updateStrategy.type")

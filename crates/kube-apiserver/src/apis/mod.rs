@@ -148,4 +148,89 @@ mod tests {
         }
         assert_eq!(seen.len(), 35);
     }
+
+    #[test]
+    fn status_subresources_keep_status_on_update() {
+        for group in builtin_groups() {
+            for (_, resources) in group.versions {
+                for def in resources {
+                    let old =
+                        serde_json::json!({"metadata": {"name": "x"}, "status": {"stored": 1}});
+                    let mut new =
+                        serde_json::json!({"metadata": {"name": "x"}, "status": {"sent": 1}});
+                    def.strategy.prepare_for_update(&mut new, &old);
+                    let kept = new["status"] == old["status"];
+                    assert_eq!(
+                        kept,
+                        def.subresources.contains(&"status"),
+                        "{}",
+                        def.strategy.info().resource
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn discovery_facts_as_upstream() {
+        let mut facts = std::collections::BTreeMap::new();
+        for group in builtin_groups() {
+            for (_, resources) in group.versions {
+                for def in resources {
+                    let info = def.strategy.info().clone();
+                    facts.insert(info.resource.clone(), info);
+                }
+            }
+        }
+        for (resource, short) in [
+            ("configmaps", "cm"),
+            ("namespaces", "ns"),
+            ("services", "svc"),
+            ("deployments", "deploy"),
+            ("replicasets", "rs"),
+            ("statefulsets", "sts"),
+            ("daemonsets", "ds"),
+            ("pods", "po"),
+            ("nodes", "no"),
+            ("persistentvolumeclaims", "pvc"),
+            ("persistentvolumes", "pv"),
+            ("endpoints", "ep"),
+            ("serviceaccounts", "sa"),
+            ("limitranges", "limits"),
+            ("resourcequotas", "quota"),
+            ("replicationcontrollers", "rc"),
+            ("cronjobs", "cj"),
+            ("networkpolicies", "netpol"),
+            ("ingresses", "ing"),
+            ("poddisruptionbudgets", "pdb"),
+            ("storageclasses", "sc"),
+            ("priorityclasses", "pc"),
+            ("customresourcedefinitions", "crd"),
+        ] {
+            assert!(
+                facts[resource].short_names.contains(&short.to_string()),
+                "{resource}"
+            );
+        }
+        let all: Vec<&str> = facts
+            .values()
+            .filter(|i| i.categories.contains(&"all".to_string()))
+            .map(|i| i.resource.as_str())
+            .collect();
+        assert_eq!(
+            all,
+            vec![
+                "cronjobs",
+                "daemonsets",
+                "deployments",
+                "jobs",
+                "pods",
+                "replicasets",
+                "replicationcontrollers",
+                "services",
+                "statefulsets"
+            ]
+        );
+        assert!(!facts["nodes"].namespaced && facts["pods"].namespaced);
+    }
 }

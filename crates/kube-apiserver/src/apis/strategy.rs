@@ -33,7 +33,9 @@ pub struct BuiltinStrategy {
     name_rule: NameRule,
     type_error: fn(&Value) -> Option<FieldError>,
     unknown_fields: fn(&Value) -> Vec<String>,
-    /// What a create starts `status` as (`Some` for resources with a status subresource).
+    /// Whether `status` is a subresource (main-resource updates keep the stored one).
+    status_subresource: bool,
+    /// What a create starts `status` as (`None` keeps the client's, as for nodes).
     initial_status: Option<fn() -> Value>,
     tracks_generation: bool,
     create_on_update: bool,
@@ -58,6 +60,7 @@ impl BuiltinStrategy {
             name_rule: NameRule::Subdomain,
             type_error: typed::type_error::<T>,
             unknown_fields: typed::unknown_fields::<T>,
+            status_subresource: false,
             initial_status: None,
             tracks_generation: false,
             create_on_update: false,
@@ -80,13 +83,24 @@ impl BuiltinStrategy {
     /// A status subresource: create starts from an empty `status`, main-resource updates keep
     /// the stored one.
     pub fn status(mut self) -> Self {
+        self.status_subresource = true;
         self.initial_status = Some(empty_status);
         self
     }
 
-    /// A status subresource whose create-time status is `initial` (e.g. a phase).
+    /// A status subresource whose create-time status is `initial` (e.g. a phase, or the
+    /// zero counters Go serializes because they lack `omitempty`).
     pub fn status_from(mut self, initial: fn() -> Value) -> Self {
+        self.status_subresource = true;
         self.initial_status = Some(initial);
+        self
+    }
+
+    /// A status subresource whose create keeps the client's status (nodes: the kubelet
+    /// registers a node with its status).
+    pub fn status_kept_on_create(mut self) -> Self {
+        self.status_subresource = true;
+        self.initial_status = None;
         self
     }
 
@@ -175,7 +189,7 @@ impl Strategy for BuiltinStrategy {
     }
 
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        if self.initial_status.is_some()
+        if self.status_subresource
             && let Value::Object(map) = new
         {
             match old.get("status") {

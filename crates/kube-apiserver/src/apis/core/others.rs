@@ -269,7 +269,7 @@ fn event_row(obj: &Value) -> Vec<Value> {
 pub fn nodes() -> ResourceDef {
     let strategy =
         BuiltinStrategy::new::<Node>(info("", "v1", "Node", "nodes", false, &["no"], &[]))
-            .status()
+            .status_kept_on_create()
             .selectable(|obj| {
                 let mut fields = SelectableFields::new();
                 let unschedulable =
@@ -490,6 +490,15 @@ mod tests {
         assert_eq!(fields["involvedObject.name"], "p");
         assert_eq!(fields["source"], "default-scheduler");
         assert_eq!(fields["type"], "Normal");
+    }
+
+    #[test]
+    fn node_create_keeps_kubelet_status() {
+        let def = nodes();
+        let mut node =
+            json!({"metadata": {"name": "n1"}, "status": {"nodeInfo": {"kubeletVersion": "v1"}}});
+        def.strategy.prepare_for_create(&mut node);
+        assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "v1");
     }
 
     #[test]

@@ -205,7 +205,7 @@ pub fn persistentvolumes() -> ResourceDef {
         &["pv"],
         &[],
     ))
-    .status_from(|| json!({"phase": "Pending"}))
+    .status_from(|| json!({"phase": "Pending", "lastPhaseTransitionTime": now()}))
     .defaults(|obj| {
         default_at(obj, "spec.persistentVolumeReclaimPolicy", json!("Retain"));
         default_at(obj, "spec.volumeMode", json!("Filesystem"));
@@ -220,6 +220,13 @@ pub fn persistentvolumes() -> ResourceDef {
     })
     .table(volume_columns, volume_row);
     ResourceDef::new(strategy).with(&["status"])
+}
+
+/// The current time as Kubernetes writes `metav1.Time` (RFC 3339, whole seconds).
+fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
 }
 
 fn volume_columns() -> Vec<TableColumn> {

@@ -25,7 +25,7 @@ pub fn replicationcontrollers() -> ResourceDef {
         &["rc"],
         &["all"],
     ))
-    .status()
+    .status_from(|| json!({"replicas": 0}))
     .generation()
     .defaults(default_rc)
     .validate(validate)

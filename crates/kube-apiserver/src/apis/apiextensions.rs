@@ -26,6 +26,7 @@ pub fn customresourcedefinitions() -> ResourceDef {
         &["crd", "crds"],
         &["api-extensions"],
     ))
+    .conditional_updates_only()
     .status_from(|| json!({"acceptedNames": {"kind": "", "plural": ""}, "storedVersions": []}))
     .generation()
     .defaults(|obj| {

@@ -27,6 +27,7 @@ pub fn leases() -> ResourceDef {
             &[],
             &[],
         ))
+        .create_on_update()
         .validate(|obj| {
             let mut errs: Vec<FieldError> = Vec::new();
             errs.extend(non_negative(obj, "spec.leaseTransitions"));

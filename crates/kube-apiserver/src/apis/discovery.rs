@@ -28,6 +28,7 @@ pub fn endpointslices() -> ResourceDef {
             &[],
             &[],
         ))
+.create_on_update()
         .generation()
         .validate(|obj| match str_at(obj, "addressType") {
             None | Some("") => vec![FieldError::required("addressType", "")],

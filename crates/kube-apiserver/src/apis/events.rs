@@ -29,6 +29,7 @@ pub fn events() -> ResourceDef {
             &["ev"],
             &[],
         ))
+        .create_on_update()
         .validate(|obj| {
             let mut errs = Vec::new();
             if str_at(obj, "eventTime").is_none_or(str::is_empty) {

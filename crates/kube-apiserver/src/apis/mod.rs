@@ -233,4 +233,34 @@ mod tests {
         );
         assert!(!facts["nodes"].namespaced && facts["pods"].namespaced);
     }
+
+    #[test]
+    fn create_on_update_as_upstream() {
+        let mut allowed = Vec::new();
+        for group in builtin_groups() {
+            for (_, resources) in group.versions {
+                for def in resources {
+                    if def.strategy.allow_create_on_update() {
+                        let info = def.strategy.info();
+                        allowed.push(format!("{}.{}", info.resource, info.group));
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            allowed,
+            vec![
+                "endpoints.",
+                "events.",
+                "limitranges.",
+                "events.events.k8s.io",
+                "clusterrolebindings.rbac.authorization.k8s.io",
+                "clusterroles.rbac.authorization.k8s.io",
+                "rolebindings.rbac.authorization.k8s.io",
+                "roles.rbac.authorization.k8s.io",
+                "leases.coordination.k8s.io",
+                "endpointslices.discovery.k8s.io",
+            ]
+        );
+    }
 }

@@ -62,6 +62,7 @@ fn validate_rules(obj: &Value) -> Vec<FieldError> {
 pub fn roles() -> ResourceDef {
     ResourceDef::new(
         BuiltinStrategy::new::<Role>(info(GROUP, "v1", "Role", "roles", true, &[], &[]))
+            .create_on_update()
             .name_rule(NameRule::PathSegment)
             .validate(validate_rules),
     )
@@ -79,6 +80,7 @@ pub fn clusterroles() -> ResourceDef {
             &[],
             &[],
         ))
+        .create_on_update()
         .name_rule(NameRule::PathSegment)
         .validate(validate_rules),
     )
@@ -191,6 +193,7 @@ pub fn rolebindings() -> ResourceDef {
             &[],
             &[],
         ))
+        .create_on_update()
         .name_rule(NameRule::PathSegment)
         .validate(|obj| validate_binding(obj, &["Role", "ClusterRole"]))
         .validate_update(validate_binding_update)
@@ -210,6 +213,7 @@ pub fn clusterrolebindings() -> ResourceDef {
             &[],
             &[],
         ))
+        .create_on_update()
         .name_rule(NameRule::PathSegment)
         .validate(|obj| validate_binding(obj, &["ClusterRole"]))
         .validate_update(validate_binding_update)

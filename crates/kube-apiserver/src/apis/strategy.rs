@@ -39,6 +39,7 @@ pub struct BuiltinStrategy {
     initial_status: Option<fn() -> Value>,
     tracks_generation: bool,
     create_on_update: bool,
+    unconditional_update: bool,
     defaults: Option<DefaultFn>,
     prepare_create: Option<PrepareCreateFn>,
     prepare_update: Option<PrepareUpdateFn>,
@@ -64,6 +65,7 @@ impl BuiltinStrategy {
             initial_status: None,
             tracks_generation: false,
             create_on_update: false,
+            unconditional_update: true,
             defaults: None,
             prepare_create: None,
             prepare_update: None,
@@ -113,6 +115,12 @@ impl BuiltinStrategy {
     /// PUT on a missing object creates it.
     pub fn create_on_update(mut self) -> Self {
         self.create_on_update = true;
+        self
+    }
+
+    /// Updates must carry `metadata.resourceVersion` (CRDs).
+    pub fn conditional_updates_only(mut self) -> Self {
+        self.unconditional_update = false;
         self
     }
 
@@ -230,6 +238,10 @@ impl Strategy for BuiltinStrategy {
 
     fn allow_create_on_update(&self) -> bool {
         self.create_on_update
+    }
+
+    fn allow_unconditional_update(&self) -> bool {
+        self.unconditional_update
     }
 
     fn selectable_fields(&self, obj: &Value) -> SelectableFields {

@@ -59,6 +59,7 @@ pub fn endpoints() -> ResourceDef {
             &["ep"],
             &[],
         ))
+        .create_on_update()
         .table(
             || {
                 vec![
@@ -118,6 +119,7 @@ fn format_endpoints(obj: &Value) -> String {
 pub fn events() -> ResourceDef {
     ResourceDef::new(
         BuiltinStrategy::new::<Event>(info("", "v1", "Event", "events", true, &["ev"], &[]))
+            .create_on_update()
             .selectable(event_fields)
             .table(event_columns, event_row),
     )
@@ -393,15 +395,18 @@ fn node_row(obj: &Value) -> Vec<Value> {
 
 /// The limitranges resource.
 pub fn limitranges() -> ResourceDef {
-    ResourceDef::new(BuiltinStrategy::new::<LimitRange>(info(
-        "",
-        "v1",
-        "LimitRange",
-        "limitranges",
-        true,
-        &["limits"],
-        &[],
-    )))
+    ResourceDef::new(
+        BuiltinStrategy::new::<LimitRange>(info(
+            "",
+            "v1",
+            "LimitRange",
+            "limitranges",
+            true,
+            &["limits"],
+            &[],
+        ))
+        .create_on_update(),
+    )
 }
 
 /// The resourcequotas resource (subresource `status`).

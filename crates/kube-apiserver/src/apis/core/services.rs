@@ -56,6 +56,9 @@ fn default_service(obj: &mut Value) {
     if matches!(type_.as_str(), "NodePort" | "LoadBalancer") {
         default_key(spec, "externalTrafficPolicy", json!("Cluster"));
     }
+    if type_ == "LoadBalancer" {
+        default_key(spec, "allocateLoadBalancerNodePorts", json!(true));
+    }
     if let Some(Value::Array(ports)) = spec.get_mut("ports") {
         for port in ports.iter_mut().filter_map(Value::as_object_mut) {
             default_key(port, "protocol", json!("TCP"));

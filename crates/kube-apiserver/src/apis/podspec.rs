@@ -71,11 +71,13 @@ pub fn default_template(obj: &mut Value, path: &str) {
 }
 
 /// Validates a pod spec at `path` (containers required, each with a DNS-label name unique in
-/// the pod, and an image; `restartPolicy` among `restart_policies`).
+/// the pod; `restartPolicy` among `restart_policies`). Images are required of pods only:
+/// upstream lets templates omit them for admission webhooks to fill in.
 pub fn validate_pod_spec(
     spec: Option<&Value>,
     path: &str,
     restart_policies: &[&str],
+    for_pod: bool,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let empty = Value::Null;
@@ -99,7 +101,7 @@ pub fn validate_pod_spec(
                     errs.push(FieldError::duplicate(&format!("{at}.name"), name));
                 }
             }
-            if str_at(container, "image").is_none_or(|i| i.trim().is_empty()) {
+            if for_pod && str_at(container, "image").is_none_or(|i| i.trim().is_empty()) {
                 errs.push(FieldError::required(&format!("{at}.image"), ""));
             }
             for (j, port) in array_at(container, "ports").iter().enumerate() {
@@ -162,6 +164,7 @@ pub fn validate_template(obj: &Value, path: &str, restart_policies: &[&str]) -> 
         get(obj, &format!("{path}.spec")),
         &format!("{path}.spec"),
         restart_policies,
+        false,
     ));
     errs
 }
@@ -200,7 +203,7 @@ mod tests {
                                          {"name": "Bad", "image": "i"}],
                           "restartPolicy": "Sometimes"});
         let errs: Vec<String> =
-            validate_pod_spec(Some(&spec), "spec", &["Always", "OnFailure", "Never"])
+            validate_pod_spec(Some(&spec), "spec", &["Always", "OnFailure", "Never"], true)
                 .iter()
                 .map(ToString::to_string)
                 .collect();
@@ -213,7 +216,12 @@ mod tests {
             errs[3],
             "spec.restartPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"OnFailure\", \"Never\""
         );
-        let errs = validate_pod_spec(Some(&json!({})), "spec", &["Always"]);
+        let errs = validate_pod_spec(Some(&json!({})), "spec", &["Always"], true);
+        assert_eq!(errs[0].to_string(), "spec.containers: Required value");
+        let no_image = json!({"containers": [{"name": "c"}]});
+        assert!(
+            validate_pod_spec(Some(&no_image), "spec.template.spec", &["Always"], false).is_empty()
+        );
         assert_eq!(errs[0].to_string(), "spec.containers: Required value");
     }
 }

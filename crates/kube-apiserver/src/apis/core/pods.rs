@@ -73,7 +73,12 @@ fn qos_class(spec: Option<&Value>) -> &'static str {
 }
 
 fn validate(obj: &Value) -> Vec<FieldError> {
-    validate_pod_spec(obj.get("spec"), "spec", &["Always", "OnFailure", "Never"])
+    validate_pod_spec(
+        obj.get("spec"),
+        "spec",
+        &["Always", "OnFailure", "Never"],
+        true,
+    )
 }
 
 /// The parts of a pod spec an update may change: images, the active deadline, added

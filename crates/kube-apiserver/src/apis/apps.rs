@@ -499,6 +499,33 @@ mod tests {
     }
 
     #[test]
+    fn helm_create_deployment_is_accepted_as_sent() {
+        let def = deployments();
+        let mut d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "demo", "labels": {"app.kubernetes.io/name": "demo",
+                "helm.sh/chart": "demo-0.1.0", "app.kubernetes.io/managed-by": "Helm"},
+                "annotations": {"meta.helm.sh/release-name": "demo"}},
+            "spec": {"replicas": 1,
+                "selector": {"matchLabels": {"app.kubernetes.io/name": "demo"}},
+                "template": {"metadata": {"creationTimestamp": null,
+                        "labels": {"app.kubernetes.io/name": "demo"}},
+                    "spec": {"serviceAccountName": "demo", "securityContext": {},
+                        "containers": [{"name": "demo", "image": "nginx:1.16.0",
+                            "imagePullPolicy": "IfNotPresent", "securityContext": {},
+                            "ports": [{"name": "http", "containerPort": 80, "protocol": "TCP"}],
+                            "livenessProbe": {"httpGet": {"path": "/", "port": "http"}},
+                            "readinessProbe": {"httpGet": {"path": "/", "port": "http"}},
+                            "resources": {"limits": {"cpu": 1, "memory": "128Mi"}}}]}}}});
+        assert!(def.strategy.unknown_fields(&d).is_empty());
+        def.strategy.prepare_for_create(&mut d);
+        assert!(
+            def.strategy.validate(&d).is_empty(),
+            "{:?}",
+            def.strategy.validate(&d)
+        );
+    }
+
+    #[test]
     fn other_workloads() {
         let mut rs = deployment();
         let def = replicasets();

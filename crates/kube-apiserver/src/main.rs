@@ -1,5 +1,6 @@
 //! `kube-apiserver`: a Kubernetes API server on the `apiserver` library.
 
+mod apis;
 mod logging;
 mod options;
 mod server;

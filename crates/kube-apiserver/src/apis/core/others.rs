@@ -1,0 +1,557 @@
+//! The smaller core resources: serviceaccounts, endpoints, events, nodes, limitranges and
+//! resourcequotas.
+
+use std::collections::BTreeSet;
+
+use apiserver::registry::{SelectableFields, TableColumn};
+use k8s_openapi::api::core::v1::{
+    Endpoints, Event, LimitRange, Node, ResourceQuota, ServiceAccount,
+};
+use serde_json::{Value, json};
+
+use crate::apis::ResourceDef;
+use crate::apis::json::{array_at, get, i64_at, str_at};
+use crate::apis::strategy::{BuiltinStrategy, info};
+use crate::apis::table::{
+    age_cell, age_column, column, name_cell, name_column, translate_timestamp_since,
+};
+
+/// The serviceaccounts resource.
+pub fn serviceaccounts() -> ResourceDef {
+    ResourceDef::new(
+        BuiltinStrategy::new::<ServiceAccount>(info(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            true,
+            &["sa"],
+            &[],
+        ))
+        .table(
+            || {
+                vec![
+                    name_column(),
+                    column("Secrets", "string", "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.", 0),
+                    age_column(),
+                ]
+            },
+            |obj| {
+                vec![
+                    name_cell(obj),
+                    json!(array_at(obj, "secrets").len()),
+                    age_cell(obj),
+                ]
+            },
+        ),
+    )
+}
+
+/// The endpoints resource.
+pub fn endpoints() -> ResourceDef {
+    ResourceDef::new(
+        BuiltinStrategy::new::<Endpoints>(info(
+            "",
+            "v1",
+            "Endpoints",
+            "endpoints",
+            true,
+            &["ep"],
+            &[],
+        ))
+        .create_on_update()
+        .table(
+            || {
+                vec![
+                    name_column(),
+                    column(
+                        "Endpoints",
+                        "string",
+                        "The set of all endpoints is the union of all subsets.",
+                        0,
+                    ),
+                    age_column(),
+                ]
+            },
+            |obj| vec![name_cell(obj), json!(format_endpoints(obj)), age_cell(obj)],
+        ),
+    )
+}
+
+/// Upstream `formatEndpoints`: `ip:port` pairs, three at most, then `+ N more...`.
+fn format_endpoints(obj: &Value) -> String {
+    const MAX: usize = 3;
+    let mut shown = Vec::new();
+    let mut count = 0;
+    for subset in array_at(obj, "subsets") {
+        let ports = array_at(subset, "ports");
+        for address in array_at(subset, "addresses") {
+            let ip = address
+                .get("ip")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            if ports.is_empty() {
+                count += 1;
+                if shown.len() < MAX {
+                    shown.push(ip.to_string());
+                }
+            }
+            for port in ports {
+                count += 1;
+                if shown.len() < MAX {
+                    let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
+                    shown.push(format!("{ip}:{number}"));
+                }
+            }
+        }
+    }
+    if shown.is_empty() {
+        return "<none>".into();
+    }
+    let mut out = shown.join(",");
+    if count > MAX {
+        out.push_str(&format!(" + {} more...", count - MAX));
+    }
+    out
+}
+
+/// The events resource (core/v1).
+pub fn events() -> ResourceDef {
+    ResourceDef::new(
+        BuiltinStrategy::new::<Event>(info("", "v1", "Event", "events", true, &["ev"], &[]))
+            .create_on_update()
+            .selectable(event_fields)
+            .table(event_columns, event_row),
+    )
+}
+
+/// Upstream's event field selectors (`involvedObject.*`, `reason`, `source`, `type`, ...).
+pub fn event_fields(obj: &Value) -> SelectableFields {
+    let mut fields = SelectableFields::new();
+    for key in [
+        "kind",
+        "namespace",
+        "name",
+        "uid",
+        "apiVersion",
+        "resourceVersion",
+        "fieldPath",
+    ] {
+        fields.insert(
+            format!("involvedObject.{key}"),
+            str_at(obj, &format!("involvedObject.{key}"))
+                .unwrap_or_default()
+                .into(),
+        );
+    }
+    for key in ["reason", "reportingComponent", "type"] {
+        fields.insert(key.into(), str_at(obj, key).unwrap_or_default().into());
+    }
+    fields.insert(
+        "source".into(),
+        str_at(obj, "source.component").unwrap_or_default().into(),
+    );
+    fields
+}
+
+fn event_columns() -> Vec<TableColumn> {
+    vec![
+        column(
+            "Last Seen",
+            "string",
+            "The time at which the most recent occurrence of this event was recorded.",
+            0,
+        ),
+        column(
+            "Type",
+            "string",
+            "Type of this event (Normal, Warning), new types could be added in the future",
+            0,
+        ),
+        column(
+            "Reason",
+            "string",
+            "This should be a short, machine understandable string that gives the reason for the transition into the object's current status.",
+            0,
+        ),
+        column(
+            "Object",
+            "string",
+            "The object that this event is about.",
+            0,
+        ),
+        column(
+            "Subobject",
+            "string",
+            "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].",
+            1,
+        ),
+        column(
+            "Source",
+            "string",
+            "The component reporting this event. Should be a short machine understandable string.",
+            1,
+        ),
+        column(
+            "Message",
+            "string",
+            "A human-readable description of the status of this operation.",
+            0,
+        ),
+        column(
+            "First Seen",
+            "string",
+            "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)",
+            1,
+        ),
+        column(
+            "Count",
+            "string",
+            "The number of times this event has occurred.",
+            1,
+        ),
+        TableColumn::new(
+            "Name",
+            "string",
+            "name",
+            crate::apis::table::NAME_DESCRIPTION,
+            1,
+        ),
+    ]
+}
+
+fn non_empty<'a>(obj: &'a Value, path: &str) -> Option<&'a str> {
+    str_at(obj, path).filter(|s| !s.is_empty())
+}
+
+fn event_row(obj: &Value) -> Vec<Value> {
+    let first = translate_timestamp_since(
+        non_empty(obj, "firstTimestamp").or_else(|| non_empty(obj, "eventTime")),
+    );
+    let mut last = translate_timestamp_since(
+        non_empty(obj, "lastTimestamp").or_else(|| non_empty(obj, "eventTime")),
+    );
+    let mut count = i64_at(obj, "count").unwrap_or(0);
+    if get(obj, "series").is_some_and(|s| !s.is_null()) {
+        last = translate_timestamp_since(non_empty(obj, "series.lastObservedTime"));
+        count = i64_at(obj, "series.count").unwrap_or(0);
+    } else if count == 0 {
+        count = 1;
+    }
+    let kind = str_at(obj, "involvedObject.kind")
+        .unwrap_or_default()
+        .to_lowercase();
+    let target = match non_empty(obj, "involvedObject.name") {
+        Some(name) => format!("{kind}/{name}"),
+        None => kind,
+    };
+    let component =
+        non_empty(obj, "source.component").or_else(|| non_empty(obj, "reportingComponent"));
+    let instance = non_empty(obj, "source.host").or_else(|| non_empty(obj, "reportingInstance"));
+    let source = match (component, instance) {
+        (None, _) => "<unknown>".to_string(),
+        (Some(c), None) => c.to_string(),
+        (Some(c), Some(i)) => format!("{c}, {i}"),
+    };
+    vec![
+        json!(last),
+        json!(str_at(obj, "type").unwrap_or_default()),
+        json!(str_at(obj, "reason").unwrap_or_default()),
+        json!(target),
+        json!(str_at(obj, "involvedObject.fieldPath").unwrap_or_default()),
+        json!(source),
+        json!(str_at(obj, "message").unwrap_or_default().trim()),
+        json!(first),
+        json!(count),
+        name_cell(obj),
+    ]
+}
+
+/// The nodes resource (subresource `status`).
+pub fn nodes() -> ResourceDef {
+    let strategy =
+        BuiltinStrategy::new::<Node>(info("", "v1", "Node", "nodes", false, &["no"], &[]))
+            .status_kept_on_create()
+            .selectable(|obj| {
+                let mut fields = SelectableFields::new();
+                let unschedulable =
+                    get(obj, "spec.unschedulable").and_then(Value::as_bool) == Some(true);
+                fields.insert("spec.unschedulable".into(), unschedulable.to_string());
+                fields
+            })
+            .table(node_columns, node_row);
+    ResourceDef::new(strategy).with(&["status"])
+}
+
+fn node_columns() -> Vec<TableColumn> {
+    vec![
+        name_column(),
+        column("Status", "string", "The status of the node", 0),
+        column("Roles", "string", "The roles of the node", 0),
+        age_column(),
+        column(
+            "Version",
+            "string",
+            "Kubelet Version reported by the node.",
+            0,
+        ),
+        column(
+            "Internal-IP",
+            "string",
+            "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses",
+            1,
+        ),
+        column(
+            "External-IP",
+            "string",
+            "List of addresses reachable to the node. Queried from cloud provider, if available. More info: https://kubernetes.io/docs/reference/node/node-status/#addresses",
+            1,
+        ),
+        column(
+            "OS-Image",
+            "string",
+            "OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).",
+            1,
+        ),
+        column(
+            "Kernel-Version",
+            "string",
+            "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+            1,
+        ),
+        column(
+            "Container-Runtime",
+            "string",
+            "ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).",
+            1,
+        ),
+    ]
+}
+
+fn node_row(obj: &Value) -> Vec<Value> {
+    let mut status = Vec::new();
+    if let Some(ready) = array_at(obj, "status.conditions")
+        .iter()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"))
+    {
+        status.push(
+            if ready.get("status").and_then(Value::as_str) == Some("True") {
+                "Ready"
+            } else {
+                "NotReady"
+            },
+        );
+    }
+    if status.is_empty() {
+        status.push("Unknown");
+    }
+    if get(obj, "spec.unschedulable").and_then(Value::as_bool) == Some(true) {
+        status.push("SchedulingDisabled");
+    }
+    let mut roles = BTreeSet::new();
+    if let Some(Value::Object(labels)) = get(obj, "metadata.labels") {
+        for (key, value) in labels {
+            if let Some(role) = key.strip_prefix("node-role.kubernetes.io/")
+                && !role.is_empty()
+            {
+                roles.insert(role.to_string());
+            } else if key == "kubernetes.io/role"
+                && let Some(role) = value.as_str().filter(|r| !r.is_empty())
+            {
+                roles.insert(role.to_string());
+            }
+        }
+    }
+    let roles = if roles.is_empty() {
+        "<none>".to_string()
+    } else {
+        roles.into_iter().collect::<Vec<_>>().join(",")
+    };
+    let address = |kind: &str| {
+        array_at(obj, "status.addresses")
+            .iter()
+            .find(|a| a.get("type").and_then(Value::as_str) == Some(kind))
+            .and_then(|a| a.get("address"))
+            .and_then(Value::as_str)
+            .unwrap_or("<none>")
+            .to_string()
+    };
+    let info = |field: &str| {
+        json!(non_empty(obj, &format!("status.nodeInfo.{field}")).unwrap_or("<unknown>"))
+    };
+    vec![
+        name_cell(obj),
+        json!(status.join(",")),
+        json!(roles),
+        age_cell(obj),
+        json!(str_at(obj, "status.nodeInfo.kubeletVersion").unwrap_or_default()),
+        json!(address("InternalIP")),
+        json!(address("ExternalIP")),
+        info("osImage"),
+        info("kernelVersion"),
+        info("containerRuntimeVersion"),
+    ]
+}
+
+/// The limitranges resource.
+pub fn limitranges() -> ResourceDef {
+    ResourceDef::new(
+        BuiltinStrategy::new::<LimitRange>(info(
+            "",
+            "v1",
+            "LimitRange",
+            "limitranges",
+            true,
+            &["limits"],
+            &[],
+        ))
+        .create_on_update(),
+    )
+}
+
+/// The resourcequotas resource (subresource `status`).
+pub fn resourcequotas() -> ResourceDef {
+    let strategy = BuiltinStrategy::new::<ResourceQuota>(info(
+        "",
+        "v1",
+        "ResourceQuota",
+        "resourcequotas",
+        true,
+        &["quota"],
+        &[],
+    ))
+    .status()
+    .table(
+        || {
+            vec![
+                name_column(),
+                age_column(),
+                column("Request", "string", "Request represents a minimum amount of cpu/memory that a container may consume.", 0),
+                column("Limit", "string", "Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node.", 0),
+            ]
+        },
+        quota_row,
+    );
+    ResourceDef::new(strategy).with(&["status"])
+}
+
+/// Upstream `printResourceQuota`: `resource: used/hard` pairs, limits apart from the rest.
+fn quota_row(obj: &Value) -> Vec<Value> {
+    let mut requests = Vec::new();
+    let mut limits = Vec::new();
+    if let Some(Value::Object(hard)) = get(obj, "status.hard") {
+        for (resource, hard_value) in hard {
+            let used = get(obj, "status.used")
+                .and_then(|u| u.get(resource))
+                .and_then(Value::as_str)
+                .unwrap_or("0");
+            let text = format!(
+                "{resource}: {used}/{}",
+                hard_value.as_str().unwrap_or_default()
+            );
+            if resource.starts_with("limits.") {
+                limits.push(text);
+            } else {
+                requests.push(text);
+            }
+        }
+    }
+    vec![
+        name_cell(obj),
+        age_cell(obj),
+        json!(requests.join(", ")),
+        json!(limits.join(", ")),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_row_and_fields() {
+        let def = events();
+        let ev = json!({"metadata": {"name": "p.123", "namespace": "d"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "d"},
+            "reason": "Scheduled", "type": "Normal", "message": " assigned \n",
+            "source": {"component": "default-scheduler"}});
+        let row = def.strategy.table_row(&ev);
+        assert_eq!(
+            row,
+            vec![
+                json!("<unknown>"),
+                json!("Normal"),
+                json!("Scheduled"),
+                json!("pod/p"),
+                json!(""),
+                json!("default-scheduler"),
+                json!("assigned"),
+                json!("<unknown>"),
+                json!(1),
+                json!("p.123")
+            ]
+        );
+        let fields = def.strategy.selectable_fields(&ev);
+        assert_eq!(fields["involvedObject.name"], "p");
+        assert_eq!(fields["source"], "default-scheduler");
+        assert_eq!(fields["type"], "Normal");
+    }
+
+    #[test]
+    fn node_create_keeps_kubelet_status() {
+        let def = nodes();
+        let mut node =
+            json!({"metadata": {"name": "n1"}, "status": {"nodeInfo": {"kubeletVersion": "v1"}}});
+        def.strategy.prepare_for_create(&mut node);
+        assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "v1");
+    }
+
+    #[test]
+    fn node_row() {
+        let def = nodes();
+        let node = json!({"metadata": {"name": "n1", "labels": {"node-role.kubernetes.io/control-plane": ""}},
+            "spec": {"unschedulable": true},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                       "addresses": [{"type": "InternalIP", "address": "10.0.0.1"}],
+                       "nodeInfo": {"kubeletVersion": "v1.35.0"}}});
+        let row = def.strategy.table_row(&node);
+        assert_eq!(
+            row[1..3],
+            [json!("Ready,SchedulingDisabled"), json!("control-plane")]
+        );
+        assert_eq!(
+            row[4..8],
+            [
+                json!("v1.35.0"),
+                json!("10.0.0.1"),
+                json!("<none>"),
+                json!("<unknown>")
+            ]
+        );
+        assert_eq!(
+            def.strategy.selectable_fields(&node)["spec.unschedulable"],
+            "true"
+        );
+    }
+
+    #[test]
+    fn endpoints_cell() {
+        let ep = json!({"subsets": [{"addresses": [{"ip": "1.1.1.1"}, {"ip": "2.2.2.2"}],
+                                     "ports": [{"port": 80}, {"port": 443}]}]});
+        assert_eq!(
+            format_endpoints(&ep),
+            "1.1.1.1:80,1.1.1.1:443,2.2.2.2:80 + 1 more..."
+        );
+        assert_eq!(format_endpoints(&json!({})), "<none>");
+        assert_eq!(endpoints().strategy.info().singular, "endpoints");
+    }
+
+    #[test]
+    fn serviceaccount_row() {
+        let def = serviceaccounts();
+        let row = def
+            .strategy
+            .table_row(&json!({"metadata": {"name": "default"}}));
+        assert_eq!(row[..2], [json!("default"), json!(0)]);
+    }
+}

@@ -1,0 +1,266 @@
+//! The built-in API groups: each resource's discovery facts and [`Strategy`] (validation,
+//! defaulting, status handling, table printing, field selectors), one module per API group.
+//!
+//! [`builtin_groups`] lists them in upstream's discovery order; the server turns each
+//! [`ResourceDef`] into a generic store and installs it.
+
+// Wired into the server by `server.rs`; until then some items are only used by tests.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use apiserver::registry::Strategy;
+
+pub mod apiextensions;
+pub mod apps;
+pub mod batch;
+pub mod coordination;
+pub mod core;
+pub mod discovery;
+pub mod events;
+pub mod json;
+pub mod networking;
+pub mod podspec;
+pub mod policy;
+pub mod rbac;
+pub mod scheduling;
+pub mod storage;
+pub mod strategy;
+pub mod table;
+pub mod typed;
+pub mod validation;
+pub mod workload;
+
+/// An API group with its served versions (preferred first).
+pub struct GroupDef {
+    /// The group name, empty for the legacy core group (`/api`).
+    pub group: &'static str,
+    /// Versions with their resources.
+    pub versions: Vec<(&'static str, Vec<ResourceDef>)>,
+}
+
+/// One resource of a group version.
+pub struct ResourceDef {
+    /// The resource's behaviour and discovery facts (`strategy.info()`).
+    pub strategy: Arc<dyn Strategy>,
+    /// Its subresources besides the main resource: `"status"`, `"scale"` (and `"finalize"`
+    /// for namespaces).
+    pub subresources: Vec<&'static str>,
+}
+
+impl ResourceDef {
+    /// A resource without subresources.
+    pub fn new(strategy: impl Strategy + 'static) -> Self {
+        ResourceDef {
+            strategy: Arc::new(strategy),
+            subresources: Vec::new(),
+        }
+    }
+
+    /// Adds subresources.
+    pub fn with(mut self, subresources: &[&'static str]) -> Self {
+        self.subresources.extend_from_slice(subresources);
+        self
+    }
+}
+
+/// Every built-in group in upstream's discovery order (core first).
+pub fn builtin_groups() -> Vec<GroupDef> {
+    vec![
+        GroupDef {
+            group: "",
+            versions: vec![("v1", core::resources())],
+        },
+        GroupDef {
+            group: "apps",
+            versions: vec![("v1", apps::resources())],
+        },
+        GroupDef {
+            group: "events.k8s.io",
+            versions: vec![("v1", events::resources())],
+        },
+        GroupDef {
+            group: "batch",
+            versions: vec![("v1", batch::resources())],
+        },
+        GroupDef {
+            group: "networking.k8s.io",
+            versions: vec![("v1", networking::resources())],
+        },
+        GroupDef {
+            group: "policy",
+            versions: vec![("v1", policy::resources())],
+        },
+        GroupDef {
+            group: "rbac.authorization.k8s.io",
+            versions: vec![("v1", rbac::resources())],
+        },
+        GroupDef {
+            group: "storage.k8s.io",
+            versions: vec![("v1", storage::resources())],
+        },
+        GroupDef {
+            group: "apiextensions.k8s.io",
+            versions: vec![("v1", apiextensions::resources())],
+        },
+        GroupDef {
+            group: "scheduling.k8s.io",
+            versions: vec![("v1", scheduling::resources())],
+        },
+        GroupDef {
+            group: "coordination.k8s.io",
+            versions: vec![("v1", coordination::resources())],
+        },
+        GroupDef {
+            group: "discovery.k8s.io",
+            versions: vec![("v1", discovery::resources())],
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_resource_is_unique_and_consistent() {
+        let mut seen = BTreeSet::new();
+        for group in builtin_groups() {
+            for (version, resources) in &group.versions {
+                for def in resources {
+                    let info = def.strategy.info();
+                    assert_eq!(info.group, group.group);
+                    assert_eq!(&info.version, version);
+                    assert!(seen.insert((info.group.clone(), info.resource.clone())));
+                    assert_eq!(info.list_kind, format!("{}List", info.kind));
+                    assert_eq!(info.singular, info.kind.to_lowercase());
+                    // every row has a cell per column, even for a bare object.
+                    let bare = serde_json::json!({"metadata": {"name": "x"}});
+                    assert_eq!(
+                        def.strategy.table_row(&bare).len(),
+                        def.strategy.table_columns().len(),
+                        "{}",
+                        info.resource
+                    );
+                }
+            }
+        }
+        assert_eq!(seen.len(), 35);
+    }
+
+    #[test]
+    fn status_subresources_keep_status_on_update() {
+        for group in builtin_groups() {
+            for (_, resources) in group.versions {
+                for def in resources {
+                    let old =
+                        serde_json::json!({"metadata": {"name": "x"}, "status": {"stored": 1}});
+                    let mut new =
+                        serde_json::json!({"metadata": {"name": "x"}, "status": {"sent": 1}});
+                    def.strategy.prepare_for_update(&mut new, &old);
+                    let kept = new["status"] == old["status"];
+                    assert_eq!(
+                        kept,
+                        def.subresources.contains(&"status"),
+                        "{}",
+                        def.strategy.info().resource
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn discovery_facts_as_upstream() {
+        let mut facts = std::collections::BTreeMap::new();
+        for group in builtin_groups() {
+            for (_, resources) in group.versions {
+                for def in resources {
+                    let info = def.strategy.info().clone();
+                    facts.insert(info.resource.clone(), info);
+                }
+            }
+        }
+        for (resource, short) in [
+            ("configmaps", "cm"),
+            ("namespaces", "ns"),
+            ("services", "svc"),
+            ("deployments", "deploy"),
+            ("replicasets", "rs"),
+            ("statefulsets", "sts"),
+            ("daemonsets", "ds"),
+            ("pods", "po"),
+            ("nodes", "no"),
+            ("persistentvolumeclaims", "pvc"),
+            ("persistentvolumes", "pv"),
+            ("endpoints", "ep"),
+            ("serviceaccounts", "sa"),
+            ("limitranges", "limits"),
+            ("resourcequotas", "quota"),
+            ("replicationcontrollers", "rc"),
+            ("cronjobs", "cj"),
+            ("networkpolicies", "netpol"),
+            ("ingresses", "ing"),
+            ("poddisruptionbudgets", "pdb"),
+            ("storageclasses", "sc"),
+            ("priorityclasses", "pc"),
+            ("customresourcedefinitions", "crd"),
+        ] {
+            assert!(
+                facts[resource].short_names.contains(&short.to_string()),
+                "{resource}"
+            );
+        }
+        let all: Vec<&str> = facts
+            .values()
+            .filter(|i| i.categories.contains(&"all".to_string()))
+            .map(|i| i.resource.as_str())
+            .collect();
+        assert_eq!(
+            all,
+            vec![
+                "cronjobs",
+                "daemonsets",
+                "deployments",
+                "jobs",
+                "pods",
+                "replicasets",
+                "replicationcontrollers",
+                "services",
+                "statefulsets"
+            ]
+        );
+        assert!(!facts["nodes"].namespaced && facts["pods"].namespaced);
+    }
+
+    #[test]
+    fn create_on_update_as_upstream() {
+        let mut allowed = Vec::new();
+        for group in builtin_groups() {
+            for (_, resources) in group.versions {
+                for def in resources {
+                    if def.strategy.allow_create_on_update() {
+                        let info = def.strategy.info();
+                        allowed.push(format!("{}.{}", info.resource, info.group));
+                    }
+                }
+            }
+        }
+        assert_eq!(
+            allowed,
+            vec![
+                "endpoints.",
+                "events.",
+                "limitranges.",
+                "events.events.k8s.io",
+                "clusterrolebindings.rbac.authorization.k8s.io",
+                "clusterroles.rbac.authorization.k8s.io",
+                "rolebindings.rbac.authorization.k8s.io",
+                "roles.rbac.authorization.k8s.io",
+                "leases.coordination.k8s.io",
+                "endpointslices.discovery.k8s.io",
+            ]
+        );
+    }
+}

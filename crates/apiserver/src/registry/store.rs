@@ -32,7 +32,6 @@ use super::rest::{
 };
 use super::{ResourceInfo, SharedStrategy, Strategy, invalid};
 use crate::status::{ApiError, StatusDetails, reason};
-use crate::storage::errors::server_timeout;
 use crate::storage::{
     self, Object, Operation, ResourceVersionMatch, Storage, StorageError, WatchEvent,
 };
@@ -65,6 +64,8 @@ pub struct Store {
     key_root: String,
     return_deleted_object: bool,
     mode: Mode,
+    /// Name generation (tests replace it to force collisions).
+    generate_name: fn(&str) -> String,
 }
 
 impl std::fmt::Debug for Store {
@@ -106,6 +107,7 @@ impl Store {
             key_root: key_root.trim_end_matches('/').to_string(),
             return_deleted_object: false,
             mode: Mode::Main,
+            generate_name: meta::generate_name,
         }
     }
 
@@ -228,7 +230,7 @@ impl Store {
         let name = meta_str(obj, "name");
         let base = meta_str(obj, "generateName");
         if name.is_empty() && !base.is_empty() {
-            let generated = meta::generate_name(base);
+            let generated = (self.generate_name)(base);
             set_meta_str(obj, "name", &generated)?;
         }
         self.ensure_namespace(ctx, obj)?;
@@ -310,20 +312,38 @@ impl Store {
         if !generated {
             return self.create_once(ctx, obj, opts.is_dry_run()).await;
         }
+        let mut last = None;
         for _ in 0..MAX_NAME_GENERATION_ATTEMPTS {
             match self.create_once(ctx, obj.clone(), opts.is_dry_run()).await {
-                Err(e) if e.reason() == reason::ALREADY_EXISTS => continue,
+                Err(e) if e.reason() == reason::ALREADY_EXISTS => last = Some(e),
                 other => return other,
             }
         }
-        // Upstream `CheckGeneratedNameError`: a generated name that keeps colliding is a
-        // server timeout the client may retry.
-        Err(server_timeout(
-            &self.res().group,
-            &self.res().kind,
-            "POST",
-            0,
-        ))
+        // Upstream `CheckGeneratedNameError`: a generated name that keeps colliding is an
+        // AlreadyExists the client may retry.
+        let name = last
+            .and_then(|e| e.0.details.map(|d| d.name))
+            .unwrap_or_default();
+        Err(self.generate_name_conflict(&name))
+    }
+
+    /// Upstream `NewGenerateNameConflict`.
+    fn generate_name_conflict(&self, name: &str) -> ApiError {
+        let qualified = crate::status::qualified_resource(&self.res().group, &self.res().resource);
+        ApiError::new(
+            http::StatusCode::CONFLICT,
+            reason::ALREADY_EXISTS,
+            format!(
+                "{qualified} {name:?} already exists, the server was not able to generate a unique name for the object"
+            ),
+        )
+        .with_details(StatusDetails {
+            name: name.to_string(),
+            group: self.res().group.clone(),
+            kind: self.res().resource.clone(),
+            retry_after_seconds: 1,
+            ..Default::default()
+        })
     }
 
     /// The `/status` subresource's update: the old object with the new `status` (and

@@ -509,26 +509,62 @@ async fn generate_name(cached: bool) {
 }
 both!(generate_name);
 
+static COLLIDING_CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The first three generated names collide with `<base>taken`; later ones are unique.
+fn colliding(base: &str) -> String {
+    let n = COLLIDING_CALLS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    if n < 3 {
+        format!("{base}taken")
+    } else {
+        format!("{base}{n:05}")
+    }
+}
+
+fn always_taken(base: &str) -> String {
+    format!("{base}taken")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generate_name_retries_on_collision() {
-    // One possible name per base: occupy all but one, every create still finds the free name
-    // within its attempts or reports a server timeout (never AlreadyExists).
     let f = widgets(false);
-    let s = &f.store;
-    let base = "g".repeat(58);
-    let mut ok = 0;
-    for _ in 0..20 {
+    let gen_obj = || {
         let mut obj = widget("", "red", 1);
-        obj["metadata"] = json!({"generateName": base});
-        match s.create(&ns("ns1"), obj, &CreateOptions::default()).await {
-            Ok(made) => {
-                assert_eq!(meta_str(&made, "name").len(), 63);
-                ok += 1;
-            }
-            Err(e) => assert_ne!(e.reason(), "AlreadyExists"),
-        }
-    }
-    assert_eq!(ok, 20);
+        obj["metadata"] = json!({"generateName": "g-"});
+        obj
+    };
+    create(&f.store, "ns1", widget("g-taken", "red", 1)).await;
+    let mut retrying = f.store.clone();
+    retrying.generate_name = colliding;
+    let made = create(&retrying, "ns1", gen_obj()).await;
+    assert_eq!(meta_str(&made, "name"), "g-00003");
+    let mut stuck = f.store.clone();
+    stuck.generate_name = always_taken;
+    let err = stuck
+        .create(&ns("ns1"), gen_obj(), &CreateOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), StatusCode::CONFLICT);
+    assert_eq!(err.reason(), "AlreadyExists");
+    assert_eq!(
+        err.0.message,
+        "widgets.example.com \"g-taken\" already exists, the server was not able to generate a unique name for the object"
+    );
+    assert_eq!(err.0.details.unwrap().retry_after_seconds, 1);
+    // A chosen name that exists is a plain AlreadyExists.
+    let err = f
+        .store
+        .create(
+            &ns("ns1"),
+            widget("g-taken", "red", 1),
+            &CreateOptions::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.0.message,
+        "widgets.example.com \"g-taken\" already exists"
+    );
 }
 
 async fn selectors_and_pagination(cached: bool) {
@@ -740,6 +776,30 @@ async fn watch_translation(cached: bool) {
         other => panic!("unexpected {other:?}"),
     }
 
+    // A delete is seen with the deleted object.
+    let mut w = s
+        .watch(
+            &ns("ns1"),
+            &ListOptions {
+                watch: true,
+                resource_version: meta_str(&moved, "resourceVersion").to_string(),
+                field_selector: "metadata.name=b".into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    s.delete(&ns("ns1"), "b", &DeleteOptions::default())
+        .await
+        .unwrap();
+    match next(&mut w).await {
+        ObjectEvent::Deleted(o) => {
+            assert_eq!(meta_str(&o, "name"), "b");
+            assert_eq!(o["kind"], "Widget");
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+
     // Watch option validation.
     let err = s
         .watch(
@@ -812,6 +872,14 @@ async fn finalizers_and_graceful_deletion(cached: bool) {
         .unwrap();
     assert_eq!(still, marked);
 
+    let err = s
+        .create(&ns("ns1"), widget("a", "red", 1), &CreateOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.0.message,
+        "object is being deleted: widgets.example.com \"a\" already exists"
+    );
     // A second delete keeps it marked.
     let (again, now) = s
         .delete(&ns("ns1"), "a", &DeleteOptions::default())

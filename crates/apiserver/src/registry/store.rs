@@ -47,6 +47,10 @@ pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 pub const OPTIMISTIC_LOCK_ERROR: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
+/// upstream `storage.ErrResourceVersionSetOnCreate`.
+pub const RESOURCE_VERSION_SET_ON_CREATE: &str =
+    "resourceVersion should not be set on objects to be created";
+
 /// Which part of the object an update may change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -306,6 +310,17 @@ impl Store {
     ) -> Result<Value, ApiError> {
         if !obj.is_object() {
             return Err(ApiError::bad_request("the object is not a JSON object"));
+        }
+        // Upstream's storage refuses a create carrying a resourceVersion with a plain error,
+        // which the API renders as a 500 with an unknown reason.
+        if storage::versioner::parse_resource_version(meta_str(&obj, "resourceVersion"))
+            .is_ok_and(|rv| rv != 0)
+        {
+            return Err(ApiError::new(
+                http::StatusCode::INTERNAL_SERVER_ERROR,
+                "",
+                RESOURCE_VERSION_SET_ON_CREATE,
+            ));
         }
         let generated =
             meta_str(&obj, "name").is_empty() && !meta_str(&obj, "generateName").is_empty();

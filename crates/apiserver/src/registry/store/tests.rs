@@ -459,13 +459,26 @@ async fn create_checks(cached: bool) {
     // System fields from the client are replaced or dropped.
     let mut obj = widget("a", "red", 1);
     obj["metadata"]["resourceVersion"] = json!("12345");
+    let err = s
+        .create(&ns("ns1"), obj.clone(), &CreateOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), StatusCode::INTERNAL_SERVER_ERROR);
+    assert_eq!(err.reason(), "");
+    assert_eq!(
+        err.0.message,
+        "resourceVersion should not be set on objects to be created"
+    );
+    obj["metadata"]
+        .as_object_mut()
+        .unwrap()
+        .remove("resourceVersion");
     obj["metadata"]["uid"] = json!("mine");
     obj["metadata"]["deletionTimestamp"] = json!("2020-01-01T00:00:00Z");
     obj["metadata"]["generation"] = json!(7);
     obj["status"] = json!({"ready": true});
     let created = create(s, "ns1", obj).await;
     assert_ne!(created["metadata"]["uid"], "mine");
-    assert_ne!(created["metadata"]["resourceVersion"], "12345");
     assert!(created["metadata"].get("deletionTimestamp").is_none());
     assert_eq!(created["metadata"]["generation"], 1);
     assert!(created.get("status").is_none());

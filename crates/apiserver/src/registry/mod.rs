@@ -15,6 +15,7 @@ use crate::status::{ApiError, StatusCause};
 
 pub mod field;
 pub mod rest;
+pub mod store;
 
 pub use field::{FieldError, FieldErrorType};
 

@@ -1,6 +1,7 @@
 //! `kube-apiserver`: a Kubernetes API server on the `apiserver` library.
 
 mod logging;
+mod openapi;
 mod options;
 mod server;
 

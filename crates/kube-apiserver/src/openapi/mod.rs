@@ -67,6 +67,21 @@ impl ResourceSpec {
         })
     }
 
+    /// The spec of a registry resource whose kind the type model knows.
+    pub fn from_info(
+        info: &apiserver::registry::ResourceInfo,
+        subresources: &[&str],
+    ) -> Option<ResourceSpec> {
+        Self::builtin(
+            &info.group,
+            &info.version,
+            &info.kind,
+            &info.resource,
+            info.namespaced,
+            subresources,
+        )
+    }
+
     /// The group-version path of the v3 document (`api/v1`, `apis/apps/v1`).
     pub fn gv_path(&self) -> String {
         gv_path(&self.group, &self.version)

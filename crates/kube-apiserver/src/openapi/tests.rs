@@ -338,3 +338,37 @@ fn document_sizes_are_reasonable() {
     eprintln!("v2 {} bytes, v3 api/v1 {} bytes", v2.len(), v1.len());
     assert!(v2.len() < 8 << 20);
 }
+
+#[test]
+fn strategic_merge_patch_reads_the_published_extensions() {
+    use apiserver::endpoints::patch::{PatchMeta, SchemaPatchMeta};
+    for doc in [&docs().v2, &docs().v3["api/v1"]] {
+        let pod = SchemaPatchMeta::for_definition(doc, "io.k8s.api.core.v1.Pod").unwrap();
+        let spec = pod.lookup_map_field("spec").unwrap();
+        let containers = spec.schema.lookup_list_field("containers").unwrap();
+        assert_eq!(containers.meta.strategies, ["merge"]);
+        assert_eq!(containers.meta.merge_key.as_deref(), Some("name"));
+        let env = containers.schema.lookup_list_field("env").unwrap();
+        assert_eq!(env.meta.merge_key.as_deref(), Some("name"));
+        let volumes = spec.schema.lookup_list_field("volumes").unwrap();
+        assert_eq!(volumes.meta.strategies, ["merge", "retainKeys"]);
+    }
+}
+
+#[test]
+fn resource_spec_from_registry_info() {
+    let info = apiserver::registry::ResourceInfo {
+        group: "apps".into(),
+        version: "v1".into(),
+        kind: "Deployment".into(),
+        list_kind: "DeploymentList".into(),
+        resource: "deployments".into(),
+        singular: "deployment".into(),
+        namespaced: true,
+        short_names: vec!["deploy".into()],
+        categories: vec!["all".into()],
+    };
+    let spec = ResourceSpec::from_info(&info, &["status", "scale"]).unwrap();
+    assert_eq!(spec.definition_name, "io.k8s.api.apps.v1.Deployment");
+    assert_eq!(spec.subresources, ["status", "scale"]);
+}

@@ -2,6 +2,7 @@
 
 mod apis;
 mod logging;
+mod openapi;
 mod options;
 mod server;
 

@@ -2,4 +2,5 @@
 
 pub mod discovery;
 pub mod negotiation;
+pub mod openapi;
 pub mod patch;

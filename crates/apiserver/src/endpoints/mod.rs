@@ -3,3 +3,4 @@
 pub mod discovery;
 pub mod negotiation;
 pub mod patch;
+pub mod protobuf;

@@ -11,6 +11,7 @@
 mod schema;
 mod types;
 mod wire;
+mod workloads;
 
 use serde_json::{Map, Value};
 
@@ -75,6 +76,9 @@ pub enum DecodeError {
         /// The envelope's kind.
         kind: String,
     },
+    /// A set field whose message has no table here (e.g. `affinity`).
+    #[error("unsupported field in protobuf body")]
+    UnsupportedField,
 }
 
 impl From<DecodeError> for ApiError {
@@ -82,7 +86,7 @@ impl From<DecodeError> for ApiError {
         match err {
             // The client may retry the same object as JSON; the message names the accepted
             // media types as upstream's 415 does.
-            DecodeError::UnsupportedKind { .. } => ApiError::new(
+            DecodeError::UnsupportedKind { .. } | DecodeError::UnsupportedField => ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 reason::UNSUPPORTED_MEDIA_TYPE,
                 "the body of the request was in an unknown format - accepted media types \

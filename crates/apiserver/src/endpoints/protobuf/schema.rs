@@ -36,6 +36,9 @@ enum Card {
     Pointer,
     /// A repeated field (a JSON array).
     Repeated,
+    /// An embedded Go struct whose JSON fields are inlined into the parent
+    /// (e.g. `LocalObjectReference` in `SecretKeySelector`, `VolumeSource` in `Volume`).
+    Inline,
 }
 
 /// The type of a field's value.
@@ -63,6 +66,9 @@ pub(super) enum Ty {
     IntOrString,
     /// `metav1.FieldsV1` / `runtime.RawExtension` `{raw = 1}` holding JSON bytes.
     RawJson,
+    /// A message without a table here: an empty occurrence is skipped, a non-empty one refuses
+    /// the body (415) rather than silently dropping data.
+    Unsupported,
 }
 
 const fn field(number: u32, json: &'static str, ty: Ty, card: Card) -> Field {
@@ -94,6 +100,11 @@ pub(super) const fn map(number: u32, json: &'static str, value: &'static Ty) -> 
     field(number, json, Ty::Map(value), Card::Value)
 }
 
+/// An embedded struct inlined into its parent's JSON.
+pub(super) const fn inline(number: u32, message: &'static Message) -> Field {
+    field(number, "", Ty::Message(message), Card::Inline)
+}
+
 /// Decodes an encoded `message` into its JSON object.
 pub(super) fn decode_message(
     message: &'static Message,
@@ -119,6 +130,12 @@ fn decode_into(
             field: number,
         };
         match (field.card, &field.ty) {
+            (Card::Inline, Ty::Message(inner)) => {
+                let WireValue::Bytes(bytes) = value else {
+                    return Err(mismatch());
+                };
+                decode_into(inner, bytes, out)?;
+            }
             (_, Ty::Map(value_ty)) => {
                 let WireValue::Bytes(entry) = value else {
                     return Err(mismatch());
@@ -148,7 +165,9 @@ fn decode_into(
                     }
                     _ => {
                         let decoded = decode_value(ty, value).ok_or_else(mismatch)??;
-                        items.push(decoded.unwrap_or(Value::Null));
+                        if let Some(v) = decoded {
+                            items.push(v);
+                        }
                     }
                 }
             }
@@ -182,6 +201,8 @@ fn decode_value(ty: &Ty, value: WireValue<'_>) -> Option<Result<Option<Value>, D
         (Ty::Quantity, WireValue::Bytes(b)) => decode_quantity(b),
         (Ty::IntOrString, WireValue::Bytes(b)) => decode_int_or_string(b),
         (Ty::RawJson, WireValue::Bytes(b)) => decode_raw_json(b),
+        (Ty::Unsupported, WireValue::Bytes([])) => Ok(None),
+        (Ty::Unsupported, WireValue::Bytes(_)) => Err(DecodeError::UnsupportedField),
         _ => return None,
     })
 }

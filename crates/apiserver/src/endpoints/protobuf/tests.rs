@@ -571,3 +571,260 @@ fn bodies_captured_from_kubectl_1_35() {
         })
     );
 }
+
+/// Further bodies captured from kubectl v1.35.2 `create ...` subcommands (all typed clients).
+#[test]
+fn workload_and_other_bodies_captured_from_kubectl_1_35() {
+    let cases: &[(&str, &str, &str)] = &[
+        (
+            "create deployment web --image=nginx --replicas=2 --port=8080",
+            "6b3873000a150a07617070732f7631120a4465706c6f796d656e7412c0010a260a0377656212001a0764656661756c7422002a003200380042005a0a0a0361707012037765621287010802120c0a0a0a0361707012037765621a6d0a1c0a0012001a0022002a003200380042005a0a0a036170701203776562124d122f0a056e67696e7812056e67696e782a00320b0a00100018903f22002a0042006a007200800100880100900100a201001a00320042004a0052005800600068008201008a01009a0100c2010022020a00280038001a0c0800100018002000280038001a002200",
+            r#"{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"labels":{"app":"web"},"name":"web","namespace":"default"},"spec":{"replicas":2,"selector":{"matchLabels":{"app":"web"}},"strategy":{},"template":{"metadata":{"labels":{"app":"web"}},"spec":{"containers":[{"image":"nginx","name":"nginx","ports":[{"containerPort":8080}],"resources":{}}]}}},"status":{}}"#,
+        ),
+        (
+            "create job j1 --image=busybox",
+            "6b3873000a0f0a0862617463682f763112034a6f621281010a190a026a3112001a0764656661756c7422002a00320038004200125a32580a100a0012001a0022002a00320038004200124412210a026a31120762757379626f782a0042006a007200800100880100900100a201001a054e65766572320042004a0052005800600068008201008a01009a0100c201001a082000280030003a001a002200",
+            r#"{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j1","namespace":"default"},"spec":{"template":{"metadata":{},"spec":{"containers":[{"image":"busybox","name":"j1","resources":{}}],"restartPolicy":"Never"}}},"status":{}}"#,
+        ),
+        (
+            "create service clusterip websvc --tcp=80:8080",
+            "6b3873000a0d0a02763112075365727669636512790a2c0a0677656273766312001a0764656661756c7422002a003200380042005a0d0a03617070120677656273766312450a1b0a0738302d38303830120354435018502207080010903f1a002800120d0a0361707012067765627376631a002209436c757374657249503a00420052005a00600068001a020a001a002200",
+            r#"{"apiVersion":"v1","kind":"Service","metadata":{"labels":{"app":"websvc"},"name":"websvc","namespace":"default"},"spec":{"ports":[{"name":"80-8080","port":80,"protocol":"TCP","targetPort":8080}],"selector":{"app":"websvc"},"type":"ClusterIP"},"status":{"loadBalancer":{}}}"#,
+        ),
+        (
+            "create serviceaccount sa1",
+            "6b3873000a140a027631120e536572766963654163636f756e74121c0a1a0a0373613112001a0764656661756c7422002a003200380042001a002200",
+            r#"{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"sa1","namespace":"default"}}"#,
+        ),
+        (
+            "create priorityclass pc1 --value=10",
+            "6b3873000a250a147363686564756c696e672e6b38732e696f2f7631120d5072696f72697479436c61737312310a130a0370633112001a0022002a00320038004200100a180022002a14507265656d70744c6f7765725072696f726974791a002200",
+            r#"{"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"pc1"},"preemptionPolicy":"PreemptLowerPriority","value":10}"#,
+        ),
+        (
+            "create quota q1 --hard=pods=10",
+            "6b3873000a130a027631120d5265736f7572636551756f7461122d0a190a02713112001a0764656661756c7422002a00320038004200120e0a0c0a04706f647312040a0231301a001a002200",
+            r#"{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q1","namespace":"default"},"spec":{"hard":{"pods":"10"}},"status":{}}"#,
+        ),
+    ];
+    for (command, hex, expected) in cases {
+        let expected: serde_json::Value = serde_json::from_str(expected).unwrap();
+        assert_eq!(decode_ok(&unhex(hex)), expected, "kubectl {command}");
+    }
+}
+
+fn container(name: &str) -> core::Container {
+    core::Container {
+        name: s(name),
+        image: s("nginx:1.27"),
+        working_dir: s(""),
+        resources: Some(core::ResourceRequirements::default()),
+        termination_message_path: s(""),
+        termination_message_policy: s(""),
+        image_pull_policy: s(""),
+        stdin: Some(false),
+        stdin_once: Some(false),
+        tty: Some(false),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn deployment_pod_template_with_inlined_references_probes_and_volumes() {
+    let mut c = container("web");
+    c.env = vec![core::EnvVar {
+        name: s("PASSWORD"),
+        value: s(""),
+        value_from: Some(core::EnvVarSource {
+            secret_key_ref: Some(core::SecretKeySelector {
+                local_object_reference: Some(core::LocalObjectReference { name: s("creds") }),
+                key: s("password"),
+                optional: Some(false),
+            }),
+            ..Default::default()
+        }),
+    }];
+    c.resources = Some(core::ResourceRequirements {
+        limits: map(&[("memory", Quantity { string: s("128Mi") })]),
+        requests: map(&[("cpu", Quantity { string: s("100m") })]),
+        claims: vec![],
+    });
+    c.readiness_probe = Some(core::Probe {
+        handler: Some(core::ProbeHandler {
+            http_get: Some(core::HttpGetAction {
+                path: s("/healthz"),
+                port: Some(IntOrString {
+                    r#type: Some(1),
+                    int_val: Some(0),
+                    str_val: s("http"),
+                }),
+                host: s(""),
+                scheme: s("HTTP"),
+                http_headers: vec![],
+            }),
+            ..Default::default()
+        }),
+        initial_delay_seconds: Some(0),
+        timeout_seconds: Some(1),
+        period_seconds: Some(10),
+        success_threshold: Some(1),
+        failure_threshold: Some(3),
+        termination_grace_period_seconds: None,
+    });
+    c.volume_mounts = vec![core::VolumeMount {
+        name: s("config"),
+        read_only: Some(true),
+        mount_path: s("/etc/web"),
+        sub_path: s(""),
+        sub_path_expr: s(""),
+        ..Default::default()
+    }];
+    let pod_spec = core::PodSpec {
+        volumes: vec![core::Volume {
+            name: s("config"),
+            volume_source: Some(core::VolumeSource {
+                config_map: Some(core::ConfigMapVolumeSource {
+                    local_object_reference: Some(core::LocalObjectReference { name: s("web") }),
+                    items: vec![],
+                    default_mode: Some(0o644),
+                    optional: None,
+                }),
+                ..Default::default()
+            }),
+        }],
+        containers: vec![c],
+        restart_policy: s("Always"),
+        termination_grace_period_seconds: Some(0),
+        dns_policy: s(""),
+        service_account_name: s(""),
+        service_account: s(""),
+        automount_service_account_token: Some(false),
+        node_name: s(""),
+        host_network: Some(false),
+        host_pid: Some(false),
+        host_ipc: Some(false),
+        hostname: s(""),
+        subdomain: s(""),
+        scheduler_name: s(""),
+        priority_class_name: s(""),
+        tolerations: vec![core::Toleration {
+            key: s("dedicated"),
+            operator: s("Exists"),
+            value: s(""),
+            effect: s("NoSchedule"),
+            toleration_seconds: None,
+        }],
+        ..Default::default()
+    };
+    let deployment = k8s_pb::api::apps::v1::Deployment {
+        metadata: Some(meta("web", "default")),
+        spec: Some(k8s_pb::api::apps::v1::DeploymentSpec {
+            replicas: Some(0),
+            selector: Some(meta::LabelSelector {
+                match_labels: map(&[("app", "web".to_string())]),
+                match_expressions: vec![],
+            }),
+            template: Some(core::PodTemplateSpec {
+                metadata: Some(meta("", "")),
+                spec: Some(pod_spec),
+            }),
+            strategy: Some(k8s_pb::api::apps::v1::DeploymentStrategy {
+                r#type: s("RollingUpdate"),
+                rolling_update: Some(k8s_pb::api::apps::v1::RollingUpdateDeployment {
+                    max_unavailable: Some(IntOrString {
+                        r#type: Some(1),
+                        int_val: Some(0),
+                        str_val: s("25%"),
+                    }),
+                    max_surge: None,
+                }),
+            }),
+            min_ready_seconds: Some(0),
+            paused: Some(false),
+            ..Default::default()
+        }),
+        status: Some(k8s_pb::api::apps::v1::DeploymentStatus::default()),
+    };
+    let got = decode_ok(&envelope("apps/v1", "Deployment", &deployment));
+    assert_eq!(
+        got["spec"],
+        json!({
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "web"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%"}},
+            "template": {
+                "metadata": {},
+                "spec": {
+                    "volumes": [{"name": "config", "configMap": {"name": "web", "defaultMode": 420}}],
+                    "containers": [{
+                        "name": "web",
+                        "image": "nginx:1.27",
+                        "env": [{
+                            "name": "PASSWORD",
+                            "valueFrom": {
+                                "secretKeyRef": {"name": "creds", "key": "password", "optional": false},
+                            },
+                        }],
+                        "resources": {
+                            "limits": {"memory": "128Mi"},
+                            "requests": {"cpu": "100m"},
+                        },
+                        "readinessProbe": {
+                            "httpGet": {"path": "/healthz", "port": "http", "scheme": "HTTP"},
+                            "timeoutSeconds": 1,
+                            "periodSeconds": 10,
+                            "successThreshold": 1,
+                            "failureThreshold": 3,
+                        },
+                        "volumeMounts": [{"name": "config", "readOnly": true, "mountPath": "/etc/web"}],
+                    }],
+                    "restartPolicy": "Always",
+                    "terminationGracePeriodSeconds": 0,
+                    "automountServiceAccountToken": false,
+                    "tolerations": [{"key": "dedicated", "operator": "Exists", "effect": "NoSchedule"}],
+                },
+            },
+        })
+    );
+    assert_eq!(got["status"], json!({}));
+}
+
+#[test]
+fn a_set_field_without_a_table_is_415_not_dropped() {
+    let mut pod_spec = core::PodSpec {
+        containers: vec![container("web")],
+        affinity: Some(core::Affinity {
+            node_affinity: Some(core::NodeAffinity::default()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let job = k8s_pb::api::batch::v1::Job {
+        metadata: Some(meta("j", "default")),
+        spec: Some(k8s_pb::api::batch::v1::JobSpec {
+            template: Some(core::PodTemplateSpec {
+                metadata: Some(meta("", "")),
+                spec: Some(pod_spec.clone()),
+            }),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let err = decode_kubernetes_protobuf(&envelope("batch/v1", "Job", &job)).unwrap_err();
+    assert_eq!(err.code(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+
+    // An empty occurrence carries nothing and is accepted.
+    pod_spec.affinity = Some(core::Affinity::default());
+    let job = k8s_pb::api::batch::v1::Job {
+        spec: Some(k8s_pb::api::batch::v1::JobSpec {
+            template: Some(core::PodTemplateSpec {
+                metadata: None,
+                spec: Some(pod_spec),
+            }),
+            ..Default::default()
+        }),
+        ..job
+    };
+    let got = decode_ok(&envelope("batch/v1", "Job", &job));
+    assert_eq!(got["spec"]["template"]["spec"].get("affinity"), None);
+}

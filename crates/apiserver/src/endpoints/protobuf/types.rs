@@ -2,6 +2,7 @@
 //! from the Go `json` tags, and `ptr` for Go pointer fields (their zero values are meaningful).
 
 use super::schema::{Message, Ty, map, ptr, rep, val};
+use super::workloads;
 
 use Ty::{Bool, Bytes, Int, IntOrString, MicroTime, Quantity, RawJson, String as Str, Time};
 
@@ -76,7 +77,7 @@ static PRECONDITIONS: Message = Message {
     fields: &[ptr(1, "uid", Str), ptr(2, "resourceVersion", Str)],
 };
 
-static LABEL_SELECTOR: Message = Message {
+pub(super) static LABEL_SELECTOR: Message = Message {
     name: "LabelSelector",
     fields: &[
         map(1, "matchLabels", &Str),
@@ -175,7 +176,7 @@ pub(super) static SERVICE_ACCOUNT: Message = Message {
     ],
 };
 
-static OBJECT_REFERENCE: Message = Message {
+pub(super) static OBJECT_REFERENCE: Message = Message {
     name: "ObjectReference",
     fields: &[
         val(1, "kind", Str),
@@ -188,7 +189,7 @@ static OBJECT_REFERENCE: Message = Message {
     ],
 };
 
-static LOCAL_OBJECT_REFERENCE: Message = Message {
+pub(super) static LOCAL_OBJECT_REFERENCE: Message = Message {
     name: "LocalObjectReference",
     fields: &[val(1, "name", Str)],
 };
@@ -490,4 +491,7 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("policy/v1", "PodDisruptionBudget", &POD_DISRUPTION_BUDGET),
     ("policy/v1", "Eviction", &EVICTION),
     ("coordination.k8s.io/v1", "Lease", &LEASE),
+    ("apps/v1", "Deployment", &workloads::DEPLOYMENT),
+    ("batch/v1", "Job", &workloads::JOB),
+    ("batch/v1", "CronJob", &workloads::CRON_JOB),
 ];

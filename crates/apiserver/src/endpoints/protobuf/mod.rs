@@ -8,6 +8,7 @@
 //! whose `raw` is the object's own message. The object is decoded with a static field table per
 //! message (`types.rs`) by one generic decoder (`schema.rs`): no generated code at build time.
 
+mod networking;
 mod schema;
 mod types;
 mod wire;

@@ -356,3 +356,48 @@ fn decode_raw_json(buf: &[u8]) -> Result<Option<Value>, DecodeError> {
         .map(Some)
         .map_err(|e| DecodeError::InvalidRawJson(e.to_string()))
 }
+
+/// Table mistakes a typo could make: a field number or JSON name used twice in one message
+/// (inlined fields counted in their parent), or a map/inline field with the wrong shape.
+#[cfg(test)]
+pub(super) fn table_errors(root: &'static Message) -> Vec<String> {
+    fn names(m: &'static Message, out: &mut Vec<&'static str>) {
+        for f in m.fields {
+            match (f.card, &f.ty) {
+                (Card::Inline, Ty::Message(inner)) => names(inner, out),
+                _ => out.push(f.json),
+            }
+        }
+    }
+    let mut errors = Vec::new();
+    let mut seen: Vec<*const Message> = Vec::new();
+    let mut stack = vec![root];
+    while let Some(m) = stack.pop() {
+        if seen.contains(&(m as *const Message)) {
+            continue;
+        }
+        seen.push(m);
+        let mut json = Vec::new();
+        names(m, &mut json);
+        for (i, f) in m.fields.iter().enumerate() {
+            if m.fields[..i].iter().any(|g| g.number == f.number) {
+                errors.push(format!("{}: field number {} twice", m.name, f.number));
+            }
+            if matches!(f.card, Card::Inline) != f.json.is_empty() {
+                errors.push(format!(
+                    "{}: field {} inline/name mismatch",
+                    m.name, f.number
+                ));
+            }
+            if let Ty::Message(inner) = f.ty {
+                stack.push(inner);
+            }
+        }
+        for (i, name) in json.iter().enumerate() {
+            if json[..i].contains(name) {
+                errors.push(format!("{}: JSON name {name} twice", m.name));
+            }
+        }
+    }
+    errors
+}

@@ -828,3 +828,102 @@ fn a_set_field_without_a_table_is_415_not_dropped() {
     let got = decode_ok(&envelope("batch/v1", "Job", &job));
     assert_eq!(got["spec"]["template"]["spec"].get("affinity"), None);
 }
+
+/// kubectl v1.35.2 `create ingress web --rule="example.com/api*=svc:80,tls=my-cert"
+/// --class=nginx`: the rule value is an embedded (inlined) struct.
+#[test]
+fn ingress_captured_from_kubectl_1_35() {
+    let hex = "6b3873000a1f0a146e6574776f726b696e672e6b38732e696f2f76311207496e677265737312730a\
+               1a0a0377656212001a0764656661756c7422002a00320038004200125112160a0b6578616d706c65\
+               2e636f6d12076d792d636572741a300a0b6578616d706c652e636f6d12210a1f0a1d0a042f617069\
+               120d220b0a0373766312040a0010501a0650726566697822056e67696e781a020a001a002200";
+    assert_eq!(
+        decode_ok(&unhex(hex)),
+        json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "Ingress",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {
+                "ingressClassName": "nginx",
+                "rules": [{
+                    "host": "example.com",
+                    "http": {"paths": [{
+                        "path": "/api",
+                        "pathType": "Prefix",
+                        "backend": {"service": {"name": "svc", "port": {"number": 80}}},
+                    }]},
+                }],
+                "tls": [{"hosts": ["example.com"], "secretName": "my-cert"}],
+            },
+            "status": {"loadBalancer": {}},
+        })
+    );
+}
+
+#[test]
+fn rbac_role_and_binding() {
+    use k8s_pb::api::rbac::v1 as rbac;
+    let role = rbac::ClusterRole {
+        metadata: Some(meta("reader", "")),
+        rules: vec![rbac::PolicyRule {
+            verbs: vec!["get".into(), "list".into()],
+            api_groups: vec!["".into()],
+            resources: vec!["pods".into()],
+            resource_names: vec![],
+            non_resource_ur_ls: vec!["/healthz".into()],
+        }],
+        aggregation_rule: None,
+    };
+    let got = decode_ok(&envelope(
+        "rbac.authorization.k8s.io/v1",
+        "ClusterRole",
+        &role,
+    ));
+    assert_eq!(
+        got["rules"],
+        json!([{
+            "verbs": ["get", "list"],
+            "apiGroups": [""],
+            "resources": ["pods"],
+            "nonResourceURLs": ["/healthz"],
+        }])
+    );
+    let binding = rbac::RoleBinding {
+        metadata: Some(meta("read", "default")),
+        subjects: vec![rbac::Subject {
+            kind: s("ServiceAccount"),
+            api_group: s(""),
+            name: s("sa1"),
+            namespace: s("default"),
+        }],
+        role_ref: Some(rbac::RoleRef {
+            api_group: s("rbac.authorization.k8s.io"),
+            kind: s("ClusterRole"),
+            name: s("reader"),
+        }),
+    };
+    let got = decode_ok(&envelope(
+        "rbac.authorization.k8s.io/v1",
+        "RoleBinding",
+        &binding,
+    ));
+    assert_eq!(
+        got,
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "RoleBinding",
+            "metadata": {"name": "read", "namespace": "default"},
+            "subjects": [{"kind": "ServiceAccount", "name": "sa1", "namespace": "default"}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"},
+        })
+    );
+}
+
+#[test]
+fn tables_have_unique_numbers_and_json_names() {
+    for (version, kind, message) in types::KINDS {
+        let errors = schema::table_errors(message);
+        assert!(errors.is_empty(), "{version} {kind}: {errors:?}");
+    }
+    assert!(schema::table_errors(&types::DELETE_OPTIONS).is_empty());
+}

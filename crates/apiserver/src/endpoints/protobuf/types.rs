@@ -2,7 +2,7 @@
 //! from the Go `json` tags, and `ptr` for Go pointer fields (their zero values are meaningful).
 
 use super::schema::{Message, Ty, map, ptr, rep, val};
-use super::workloads;
+use super::{networking, workloads};
 
 use Ty::{Bool, Bytes, Int, IntOrString, MicroTime, Quantity, RawJson, String as Str, Time};
 
@@ -494,4 +494,5 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("apps/v1", "Deployment", &workloads::DEPLOYMENT),
     ("batch/v1", "Job", &workloads::JOB),
     ("batch/v1", "CronJob", &workloads::CRON_JOB),
+    ("networking.k8s.io/v1", "Ingress", &networking::INGRESS),
 ];

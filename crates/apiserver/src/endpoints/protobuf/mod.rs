@@ -6,7 +6,15 @@
 //! read them. The body is the magic `k8s\0` followed by a `runtime.Unknown` envelope
 //! `{typeMeta = 1 {apiVersion = 1, kind = 2}, raw = 2, contentEncoding = 3, contentType = 4}`
 //! whose `raw` is the object's own message. The object is decoded with a static field table per
-//! message (`types.rs`) by one generic decoder (`schema.rs`): no generated code at build time.
+//! message (`types.rs`, `workloads.rs`, `networking.rs`) by one generic decoder (`schema.rs`):
+//! no generated code at build time and no runtime dependency.
+//!
+//! Supported: v1 ConfigMap, Secret, Namespace, ServiceAccount, Service, ResourceQuota; apps/v1
+//! Deployment; batch/v1 Job, CronJob; networking.k8s.io/v1 Ingress; rbac Role, ClusterRole,
+//! RoleBinding, ClusterRoleBinding; scheduling PriorityClass; policy/v1 PodDisruptionBudget,
+//! Eviction; coordination Lease; DeleteOptions under any apiVersion. Other kinds, and bodies
+//! that set a nested message without a table (pod affinity, lifecycle hooks, most volume
+//! sources), get 415, which kubectl reports instead of the object silently losing fields.
 
 mod networking;
 mod schema;

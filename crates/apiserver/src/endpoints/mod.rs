@@ -4,3 +4,4 @@ pub mod discovery;
 pub mod negotiation;
 pub mod openapi;
 pub mod patch;
+pub mod protobuf;

@@ -69,10 +69,9 @@ fn item_element(
             };
             let mut fields = Vec::new();
             for key in keys {
-                match map.get(key).cloned().or_else(|| list.key_default(key)) {
-                    Some(value) => fields.push((key.clone(), value)),
-                    // A missing key without default is simply not part of the identity.
-                    None => {}
+                // A missing key without default is simply not part of the identity.
+                if let Some(value) = map.get(key).cloned().or_else(|| list.key_default(key)) {
+                    fields.push((key.clone(), value));
                 }
             }
             if fields.is_empty() {
@@ -364,7 +363,7 @@ fn merge_walk(
     };
     match (l, r) {
         (Value::Object(lm), Value::Object(rm))
-            if !schema.map_is_atomic() && !(lm.is_empty() && rm.is_empty()) =>
+            if !(schema.map_is_atomic() || lm.is_empty() && rm.is_empty()) =>
         {
             let mut out = Map::new();
             let keys = lm.keys().chain(rm.keys().filter(|k| !lm.contains_key(*k)));

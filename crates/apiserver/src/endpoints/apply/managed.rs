@@ -231,6 +231,76 @@ impl ManagedFields {
     }
 }
 
+/// The manager that the oldest updaters are merged into when there are too many
+/// (upstream's `ancient-changes`).
+pub const ANCIENT_CHANGES: &str = "ancient-changes";
+
+/// How many `Update` entries an object keeps before the oldest are merged (upstream's
+/// `DefaultMaxUpdateManagers`).
+pub const MAX_UPDATE_MANAGERS: usize = 10;
+
+impl ManagedFields {
+    /// Merges the oldest `Update` entries, per API version, into an `ancient-changes` entry
+    /// until at most `max` updaters remain (upstream's cap-managers manager).
+    pub fn cap_update_managers(&mut self, max: usize) {
+        let mut updaters: Vec<ManagerKey> = self
+            .entries
+            .keys()
+            .filter(|k| k.operation == Operation::Update)
+            .cloned()
+            .collect();
+        if updaters.len() <= max {
+            return;
+        }
+        let time_of = |k: &ManagerKey| {
+            self.entries
+                .get(k)
+                .and_then(|e| e.time.clone())
+                .unwrap_or_default()
+        };
+        updaters.sort_by_cached_key(|k| (time_of(k), k.identifier()));
+        let mut first_of_version: BTreeMap<String, ManagerKey> = BTreeMap::new();
+        let mut remaining = updaters.len();
+        for manager in updaters {
+            if remaining <= max {
+                break;
+            }
+            let Some(entry) = self.entries.get(&manager).cloned() else {
+                continue;
+            };
+            let version = entry.api_version.clone();
+            let bucket = ManagerKey::new(ANCIENT_CHANGES, Operation::Update, &version, "");
+            if manager == bucket {
+                continue;
+            }
+            let Some(first) = first_of_version.get(&version) else {
+                first_of_version.insert(version, manager);
+                continue;
+            };
+            if !self.entries.contains_key(&bucket)
+                && let Some(first_entry) = self.entries.remove(first)
+            {
+                self.entries.insert(bucket.clone(), first_entry);
+            }
+            let merged = match self.entries.get(&bucket) {
+                Some(existing) => entry.set.union(&existing.set),
+                None => entry.set.clone(),
+            };
+            self.entries.insert(
+                bucket,
+                ManagedEntry {
+                    set: merged,
+                    api_version: version,
+                    // The merged update is the more recent one.
+                    time: entry.time.clone(),
+                },
+            );
+            self.entries.remove(&manager);
+            remaining -= 1;
+        }
+    }
+}
+
 /// The fields no manager owns, whatever the object (upstream's strip-meta manager): the type
 /// identity and the server-maintained metadata.
 pub fn stripped_fields() -> Set {

@@ -122,6 +122,9 @@ pub struct ApplyOptions<'a> {
     pub subresource: &'a str,
     /// The time to record (RFC 3339, seconds); the current time when `None`.
     pub now: Option<&'a str>,
+    /// Fields nobody takes ownership of through this endpoint (upstream's reset fields,
+    /// e.g. `status` on the main resource, everything but `status` on `/status`).
+    pub ignored: Option<&'a Set>,
 }
 
 /// Options of [`update_managed_fields_with`].
@@ -137,6 +140,8 @@ pub struct UpdateOptions<'a> {
     pub subresource: &'a str,
     /// The time to record (RFC 3339, seconds); the current time when `None`.
     pub now: Option<&'a str>,
+    /// Fields nobody takes ownership of through this endpoint (see [`ApplyOptions::ignored`]).
+    pub ignored: Option<&'a Set>,
 }
 
 /// The current time as managed fields record it (RFC 3339, whole seconds, UTC).
@@ -291,12 +296,15 @@ pub fn apply_with(
         );
     }
 
-    let config_set = typed::to_field_set(applied, schema).map_err(|e| {
+    let mut config_set = typed::to_field_set(applied, schema).map_err(|e| {
         ApplyError::Internal(format!(
             "failed to create typed patch object ({}): {e}",
             describe()
         ))
     })?;
+    if let Some(ignored) = options.ignored {
+        config_set = config_set.recursive_difference(ignored);
+    }
     let merged = merge(&live_object, applied, schema)
         .map_err(|e| ApplyError::Internal(format!("failed to merge config: {e}")))?;
     let key = ManagerKey::new(
@@ -317,7 +325,8 @@ pub fn apply_with(
     let pruned = prune(&merged, &managers, last.as_ref().map(|e| &e.set), schema)
         .map_err(|e| ApplyError::Internal(format!("failed to prune fields: {e}")))?;
     let comparison = compare(Some(&live_object), Some(&pruned), schema)
-        .map_err(|e| ApplyError::Internal(format!("failed to compare objects: {e}")))?;
+        .map_err(|e| ApplyError::Internal(format!("failed to compare objects: {e}")))?
+        .excluding(options.ignored);
     let conflicts = take_changed_fields(&mut managers, &comparison, Some(&key), options.force);
     if !conflicts.is_empty() {
         return Err(ApplyError::Conflicts(conflicts));
@@ -327,6 +336,7 @@ pub fn apply_with(
     if let Some(entry) = managers.entries.get_mut(&key) {
         entry.time = Some(now);
     }
+    managers.cap_update_managers(managed::MAX_UPDATE_MANAGERS);
     let mut result = pruned;
     set_managed_fields(&mut result, &managers);
     if let Some(live) = live {
@@ -432,6 +442,7 @@ pub fn update_managed_fields(
             api_version,
             subresource: "",
             now: None,
+            ignored: None,
         },
         schema,
     );
@@ -450,7 +461,7 @@ pub fn update_managed_fields_with(
         meta.remove("managedFields");
     }
     let comparison = match compare(Some(&old_object), Some(new), schema) {
-        Ok(c) => c,
+        Ok(c) => c.excluding(options.ignored),
         Err(error) => {
             tracing::warn!(%error, "managed fields not tracked for an object that does not fit its schema");
             return;
@@ -484,6 +495,7 @@ pub fn update_managed_fields_with(
         );
     }
     managers.strip(&strip);
+    managers.cap_update_managers(managed::MAX_UPDATE_MANAGERS);
     set_managed_fields(new, &managers);
     if let Some(old) = old {
         keep_timestamps_of_noop(old, new);

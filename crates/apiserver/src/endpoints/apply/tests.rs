@@ -107,6 +107,7 @@ fn apply_at(
                 force,
                 subresource: "",
                 now: Some(now),
+                ignored: None,
             },
             schema,
         )
@@ -132,6 +133,7 @@ fn update_at(
                 api_version: &api_version,
                 subresource: "",
                 now: Some(now),
+                ignored: None,
             },
             schema,
         )
@@ -735,4 +737,73 @@ fn managed_fields_are_sorted_apply_first_then_by_time() {
         managers(&edited),
         ["kubectl/Apply", "zeta/Update", "alpha/Update"]
     );
+}
+
+#[test]
+fn more_than_ten_updaters_merge_the_oldest_into_ancient_changes() {
+    let mut object = update_at(
+        None,
+        &config_map(json!({"k0": "v"})),
+        "m00",
+        "2026-01-01T00:00:00Z",
+        CONFIG_MAP,
+    );
+    for i in 1..=10 {
+        let mut next = object.clone();
+        next["data"][format!("k{i}")] = json!("v");
+        let now = format!("2026-01-01T00:00:{i:02}Z");
+        object = update_at(Some(&object), &next, &format!("m{i:02}"), &now, CONFIG_MAP);
+    }
+    let names = managers(&object);
+    assert_eq!(names.len(), 10, "{names:?}");
+    assert!(!names.iter().any(|n| n == "m00/Update" || n == "m01/Update"));
+    assert_eq!(
+        fields_of(&object, "ancient-changes"),
+        r#"{"f:data":{".":{},"f:k0":{},"f:k1":{}}}"#
+    );
+    assert_eq!(
+        managed_entry(&object, "ancient-changes").unwrap()["time"],
+        "2026-01-01T00:00:01Z"
+    );
+}
+
+#[test]
+fn ignored_fields_are_never_owned() {
+    let ignored = Set::from_paths([Path::fields(&["status"])]);
+    let mut object = deployment("nginx");
+    object["status"] = json!({"replicas": 3});
+    let applied = with_schema(DEPLOYMENT, |schema| {
+        apply_with(
+            None,
+            &object,
+            &ApplyOptions {
+                manager: "kubectl",
+                now: Some(T1),
+                ignored: Some(&ignored),
+                ..ApplyOptions::default()
+            },
+            schema,
+        )
+    })
+    .unwrap();
+    assert!(!fields_of(&applied, "kubectl").contains("f:status"));
+
+    let mut changed = applied.clone();
+    changed["status"]["replicas"] = json!(4);
+    with_schema(DEPLOYMENT, |schema| {
+        update_managed_fields_with(
+            Some(&applied),
+            &mut changed,
+            &UpdateOptions {
+                manager: "controller",
+                operation: Operation::Update,
+                api_version: "apps/v1",
+                subresource: "",
+                now: Some(T2),
+                ignored: Some(&ignored),
+            },
+            schema,
+        )
+    });
+    assert_eq!(managers(&changed), ["kubectl/Apply"]);
 }

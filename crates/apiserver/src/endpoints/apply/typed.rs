@@ -180,6 +180,21 @@ pub struct Comparison {
     pub removed: Set,
 }
 
+impl Comparison {
+    /// The comparison without `ignored` and everything below its members (upstream's
+    /// `ExcludeFields` / `FilterFields`).
+    pub fn excluding(self, ignored: Option<&Set>) -> Comparison {
+        let Some(ignored) = ignored else {
+            return self;
+        };
+        Comparison {
+            added: self.added.recursive_difference(ignored),
+            modified: self.modified.recursive_difference(ignored),
+            removed: self.removed.recursive_difference(ignored),
+        }
+    }
+}
+
 /// Compares `lhs` (old) with `rhs` (new).
 pub fn compare(
     lhs: Option<&Value>,
@@ -272,6 +287,7 @@ fn index_items<'v>(
     schema: &dyn ApplySchema,
     path: &[PathElement],
     order: &mut Vec<PathElement>,
+    seen: &mut std::collections::BTreeSet<PathElement>,
     errors: &mut TypedErrors,
 ) -> BTreeMap<PathElement, Vec<&'v Value>> {
     let mut values: BTreeMap<PathElement, Vec<&Value>> = BTreeMap::new();
@@ -279,7 +295,7 @@ fn index_items<'v>(
         match item_element(item, list_type, schema) {
             Ok(pe) => {
                 let entry = values.entry(pe.clone()).or_default();
-                if entry.is_empty() && !order.contains(&pe) {
+                if seen.insert(pe.clone()) {
                     order.push(pe);
                 }
                 entry.push(item);
@@ -300,8 +316,9 @@ fn compare_list_items(
     errors: &mut TypedErrors,
 ) {
     let mut order = Vec::new();
-    let lvalues = index_items(lhs, list_type, schema, path, &mut order, errors);
-    let rvalues = index_items(rhs, list_type, schema, path, &mut order, errors);
+    let mut seen = std::collections::BTreeSet::new();
+    let lvalues = index_items(lhs, list_type, schema, path, &mut order, &mut seen, errors);
+    let rvalues = index_items(rhs, list_type, schema, path, &mut order, &mut seen, errors);
     let item_schema = schema.items();
     for pe in order {
         let l = lvalues.get(&pe).map(Vec::as_slice).unwrap_or_default();

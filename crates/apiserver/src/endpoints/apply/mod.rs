@@ -219,11 +219,117 @@ fn set_managed_fields(object: &mut Value, managed: &ManagedFields) {
     }
 }
 
+/// The annotation in which client-side apply keeps the last applied configuration.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The manager of `kubectl apply --server-side`, which upstream lets take over from
+/// client-side apply and keep its annotation in sync.
+const KUBECTL_MANAGER: &str = "kubectl";
+
+/// Upstream's limit on the size of all annotations together.
+const MAX_ANNOTATIONS_BYTES: usize = 256 * 1024;
+
 /// [`apply`] with all options.
+///
+/// For the `kubectl` manager this also follows kube's client-side-apply upgrade path:
+/// conflicts on fields that the `last-applied-configuration` annotation holds with their live
+/// value are forced, and an existing annotation is rewritten to the applied configuration.
 pub fn apply_with(
     live: Option<&Value>,
     applied: &Value,
     options: &ApplyOptions<'_>,
+    schema: &dyn ApplySchema,
+) -> Result<Value, ApplyError> {
+    let mut result = match apply_once(live, applied, options, options.force, schema) {
+        Err(ApplyError::Conflicts(conflicts)) if options.manager == KUBECTL_MANAGER => {
+            let Some(allowed) = live.and_then(|l| allowed_conflicts_from_last_applied(l, schema))
+            else {
+                return Err(ApplyError::Conflicts(conflicts));
+            };
+            let remaining: Vec<Conflict> = conflicts
+                .into_iter()
+                .filter(|c| !allowed.has(&c.path.0))
+                .collect();
+            if !remaining.is_empty() {
+                return Err(ApplyError::Conflicts(remaining));
+            }
+            apply_once(live, applied, options, true, schema)?
+        }
+        other => other?,
+    };
+    if options.manager == KUBECTL_MANAGER {
+        sync_last_applied(&mut result, applied);
+    }
+    if let Some(live) = live {
+        keep_timestamps_of_noop(live, &mut result);
+    }
+    Ok(result)
+}
+
+/// The fields the live object still holds with the value its last client-side apply set.
+fn allowed_conflicts_from_last_applied(live: &Value, schema: &dyn ApplySchema) -> Option<Set> {
+    let annotation = live
+        .pointer("/metadata/annotations")?
+        .get(LAST_APPLIED_ANNOTATION)?
+        .as_str()
+        .filter(|t| !t.is_empty())?;
+    let last_applied: Value = serde_json::from_str(annotation).ok()?;
+    if !last_applied.is_object() || text(&last_applied, "/apiVersion") != text(live, "/apiVersion")
+    {
+        return None;
+    }
+    let live = without_managed_fields(live);
+    let set = typed::to_field_set(&last_applied, schema).ok()?;
+    let comparison = compare(Some(&last_applied), Some(&live), schema).ok()?;
+    Some(
+        set.difference(&comparison.modified)
+            .difference(&comparison.added)
+            .difference(&comparison.removed),
+    )
+}
+
+/// Rewrites an existing `last-applied-configuration` annotation to `applied` (without the
+/// annotation itself), as kube does for `kubectl apply --server-side`; drops it when the
+/// annotations would grow beyond their size limit.
+fn sync_last_applied(result: &mut Value, applied: &Value) {
+    let Some(annotations) = result
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    if !annotations.contains_key(LAST_APPLIED_ANNOTATION) {
+        return;
+    }
+    let mut config = applied.clone();
+    if let Some(map) = config
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        map.remove(LAST_APPLIED_ANNOTATION);
+    }
+    let text = crate::util::gojson::to_line(&config)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok());
+    let Some(text) = text else {
+        return;
+    };
+    annotations.insert(LAST_APPLIED_ANNOTATION.into(), Value::String(text));
+    let size: usize = annotations
+        .iter()
+        .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+        .sum();
+    if size > MAX_ANNOTATIONS_BYTES {
+        annotations.remove(LAST_APPLIED_ANNOTATION);
+    }
+}
+
+/// One pass of the structured merge: merge, prune, ownership and conflicts.
+fn apply_once(
+    live: Option<&Value>,
+    applied: &Value,
+    options: &ApplyOptions<'_>,
+    force: bool,
     schema: &dyn ApplySchema,
 ) -> Result<Value, ApplyError> {
     if !applied.is_object() {
@@ -327,7 +433,7 @@ pub fn apply_with(
     let comparison = compare(Some(&live_object), Some(&pruned), schema)
         .map_err(|e| ApplyError::Internal(format!("failed to compare objects: {e}")))?
         .excluding(options.ignored);
-    let conflicts = take_changed_fields(&mut managers, &comparison, Some(&key), options.force);
+    let conflicts = take_changed_fields(&mut managers, &comparison, Some(&key), force);
     if !conflicts.is_empty() {
         return Err(ApplyError::Conflicts(conflicts));
     }
@@ -339,9 +445,6 @@ pub fn apply_with(
     managers.cap_update_managers(managed::MAX_UPDATE_MANAGERS);
     let mut result = pruned;
     set_managed_fields(&mut result, &managers);
-    if let Some(live) = live {
-        keep_timestamps_of_noop(live, &mut result);
-    }
     Ok(result)
 }
 

@@ -807,3 +807,38 @@ fn ignored_fields_are_never_owned() {
     });
     assert_eq!(managers(&changed), ["kubectl/Apply"]);
 }
+
+#[test]
+fn kubectl_server_side_apply_takes_over_from_client_side_apply() {
+    // `kubectl apply` (client-side) created the object, keeping its configuration.
+    let mut manifest = config_map(json!({"key": "old", "other": "x"}));
+    let mut created = manifest.clone();
+    created["metadata"]["annotations"] = json!({
+        LAST_APPLIED_ANNOTATION: serde_json::to_string(&manifest).unwrap() + "\n"
+    });
+    let created = update_at(None, &created, "kubectl-client-side-apply", T1, CONFIG_MAP);
+
+    // Another manager than kubectl conflicts as usual.
+    manifest["data"]["key"] = json!("new");
+    let err = apply_at(Some(&created), &manifest, "helm", false, T2, CONFIG_MAP).unwrap_err();
+    assert!(matches!(err, ApplyError::Conflicts(_)));
+
+    // `kubectl apply --server-side` takes the fields the annotation still describes.
+    let upgraded = apply_at(Some(&created), &manifest, "kubectl", false, T2, CONFIG_MAP).unwrap();
+    assert_eq!(upgraded["data"]["key"], "new");
+    assert_eq!(
+        upgraded["metadata"]["annotations"][LAST_APPLIED_ANNOTATION],
+        r#"{"apiVersion":"v1","data":{"key":"new","other":"x"},"kind":"ConfigMap","metadata":{"name":"cm","namespace":"default"}}"#.to_owned() + "\n"
+    );
+
+    // A field changed since by someone else is not covered by the annotation.
+    let mut edited = created.clone();
+    edited["data"]["other"] = json!("edited");
+    let edited = update_at(Some(&created), &edited, "kubectl-edit", T2, CONFIG_MAP);
+    manifest["data"]["other"] = json!("y");
+    let err = apply_at(Some(&edited), &manifest, "kubectl", false, T3, CONFIG_MAP).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        r#"Apply failed with 1 conflict: conflict with "kubectl-edit" using v1: .data.other"#
+    );
+}

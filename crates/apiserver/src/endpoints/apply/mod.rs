@@ -369,9 +369,15 @@ fn apply_once(
         }
     }
     let describe = || {
+        // klog's object reference: `namespace/name`, or the bare name when cluster-scoped.
         let namespace = text(applied, "/metadata/namespace");
         let name = text(applied, "/metadata/name");
-        format!("{namespace}/{name}; {}", gvk_string(api_version, kind))
+        let object = if namespace.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{namespace}/{name}")
+        };
+        format!("{object}; {}", gvk_string(api_version, kind))
     };
 
     let live_object = live

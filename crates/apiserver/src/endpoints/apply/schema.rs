@@ -105,6 +105,9 @@ pub struct OpenApiSchema<'a> {
     resolved: Option<&'a Value>,
     /// The definition name the reference chain ended at.
     definition: Option<&'a str>,
+    /// Whether objects of this schema are Go typed objects (built-in types), whose unset
+    /// non-pointer structs and required fields are still serialized.
+    go_typed: bool,
 }
 
 impl<'a> OpenApiSchema<'a> {
@@ -127,11 +130,19 @@ impl<'a> OpenApiSchema<'a> {
             raw: Some(schema),
             resolved: None,
             definition: None,
+            go_typed: true,
         };
         let (resolved, definition) = node.resolve(schema);
         node.resolved = resolved;
         node.definition = definition;
         node
+    }
+
+    /// Treats objects as unstructured (custom resources): no field is implicitly present,
+    /// since kube's empty unstructured object holds nothing.
+    pub fn unstructured(mut self) -> Self {
+        self.go_typed = false;
+        self
     }
 
     fn resolve(&self, mut node: &'a Value) -> (Option<&'a Value>, Option<&'a str>) {
@@ -165,6 +176,7 @@ impl<'a> OpenApiSchema<'a> {
             raw,
             resolved: None,
             definition: None,
+            go_typed: self.go_typed,
         };
         if let Some(raw) = raw {
             let (resolved, definition) = node.resolve(raw);
@@ -265,7 +277,9 @@ impl ApplySchema for OpenApiSchema<'_> {
                 .and_then(Value::as_array)
                 .is_some_and(|r| r.iter().any(|n| n.as_str() == Some(name)));
             let child = self.child(Some(property));
-            let implicit_value = if child.is_value_struct() {
+            let implicit_value = if !self.go_typed {
+                None
+            } else if child.is_value_struct() {
                 Some(Value::Object(Map::new()))
             } else {
                 required.then_some(Value::Null)

@@ -842,3 +842,25 @@ fn kubectl_server_side_apply_takes_over_from_client_side_apply() {
         r#"Apply failed with 1 conflict: conflict with "kubectl-edit" using v1: .data.other"#
     );
 }
+
+#[test]
+fn associative_lists_keep_the_applied_order_and_live_only_items_in_place() {
+    with_schema(CONFIG_MAP, |schema| {
+        let meta = schema.field("metadata");
+        let finalizers = meta.schema.field("finalizers");
+        let merged = typed::merge(
+            &json!(["a", "b", "c"]),
+            &json!(["c", "a"]),
+            finalizers.schema.as_ref(),
+        )
+        .unwrap();
+        assert_eq!(merged, json!(["b", "c", "a"]));
+        let merged = typed::merge(
+            &json!(["a", "b"]),
+            &json!(["x", "b"]),
+            finalizers.schema.as_ref(),
+        )
+        .unwrap();
+        assert_eq!(merged, json!(["a", "x", "b"]));
+    });
+}

@@ -86,9 +86,10 @@ impl PathElement {
     }
 }
 
-/// Compact JSON text of a value (serializing a `Value` cannot fail).
+/// Compact JSON text of a value as upstream's encoder writes it, HTML characters escaped
+/// (serializing a `Value` cannot fail).
 fn json_text(value: &Value) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+    crate::util::gojson::escape_html(serde_json::to_string(value).unwrap_or_default())
 }
 
 impl PartialEq for PathElement {
@@ -142,7 +143,7 @@ impl fmt::Display for PathElement {
 fn value_to_string(value: &Value) -> String {
     match value {
         Value::Null => "null".to_owned(),
-        Value::String(s) => json_text(&Value::String(s.clone())),
+        Value::String(s) => serde_json::to_string(s).unwrap_or_default(),
         Value::Array(items) => format!(
             "[{}]",
             items
@@ -524,6 +525,17 @@ mod tests {
             Path(vec![f("a"), PathElement::Index(3)]).to_string(),
             ".a[3]"
         );
+    }
+
+    #[test]
+    fn html_characters_are_escaped_as_upstream() {
+        // The key is itself JSON text, so an escaped value inside it is escaped twice.
+        let set = Set::from_paths([Path(vec![f("data"), f("a<b")])]);
+        assert_eq!(set.to_fields_v1(), r#"{"f:data":{"f:a\u003cb":{}}}"#);
+        let set = Set::from_paths([Path(vec![PathElement::Value(json!("x&y"))])]);
+        assert_eq!(set.to_fields_v1(), r#"{"v:\"x\\u0026y\"":{}}"#);
+        let value: Value = serde_json::from_str(&set.to_fields_v1()).unwrap();
+        assert_eq!(Set::from_fields_v1(&value).unwrap(), set);
     }
 
     #[test]

@@ -170,9 +170,8 @@ fn compare_field_lists(a: &[(String, Value)], b: &[(String, Value)]) -> Ordering
     a.len().cmp(&b.len())
 }
 
-/// structured-merge-diff's total order of values: numbers (floats and integers compared
-/// numerically, a float first on a tie… as upstream only when types differ), strings,
-/// booleans, lists, maps, null.
+/// structured-merge-diff's total order of values: numbers (compared numerically), then
+/// strings, booleans, lists, maps, and null last.
 pub(crate) fn compare_values(a: &Value, b: &Value) -> Ordering {
     fn rank(v: &Value) -> u8 {
         match v {

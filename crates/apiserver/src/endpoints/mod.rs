@@ -1,5 +1,6 @@
 //! REST endpoints, discovery and OpenAPI.
 
+pub mod apply;
 pub mod discovery;
 pub mod negotiation;
 pub mod openapi;

@@ -92,20 +92,25 @@ impl GroupVersionHandler {
         }
     }
 
-    async fn route(&self, info: RequestInfo, req: Request) -> Result<Response, ApiError> {
+    async fn route(&self, mut info: RequestInfo, req: Request) -> Result<Response, ApiError> {
         let key = if info.subresource.is_empty() {
             info.resource.clone()
         } else {
             format!("{}/{}", info.resource, info.subresource)
         };
         let scope = self.resources.get(&key).ok_or_else(ApiError::no_route)?;
-        // A namespaced path for a cluster-scoped resource (or the reverse for items) has no
-        // route upstream.
-        if !info.namespace.is_empty() && !scope.info().namespaced {
-            return Err(ApiError::no_route());
+        if !scope.info().namespaced && !info.namespace.is_empty() {
+            // `/api/v1/namespaces/<name>` resolves with the name as namespace; any other
+            // namespaced path of a cluster-scoped resource has no route.
+            if info.resource != "namespaces" {
+                return Err(ApiError::no_route());
+            }
+            info.namespace.clear();
         }
+        // A namespaced resource without a namespace only lists and watches (all namespaces).
+        let all_namespaces = scope.info().namespaced && info.namespace.is_empty();
         let verb = info.verb.clone();
-        check_route(scope, &verb, !info.name.is_empty())?;
+        check_route(scope, &verb, !info.name.is_empty(), all_namespaces)?;
         let (head, body) = req.into_parts();
         let parts = RequestParts::new(&http::Request::from_parts(head, crate::body::empty()), info);
         match verb.as_str() {
@@ -124,10 +129,19 @@ impl GroupVersionHandler {
 
 /// Whether the resource has a route for `verb` on the addressed path: 404 when nothing is
 /// served there, 405 when other methods are.
-fn check_route(scope: &ResourceScope, verb: &str, on_item: bool) -> Result<(), ApiError> {
+fn check_route(
+    scope: &ResourceScope,
+    verb: &str,
+    on_item: bool,
+    all_namespaces: bool,
+) -> Result<(), ApiError> {
     let verbs = scope.storage.verbs();
     let served = |v: &str| verbs.contains(&v) || (v == "watch" && verbs.contains(&"list"));
-    let path_verbs: &[&str] = if on_item && scope.subresource.is_empty() {
+    let path_verbs: &[&str] = if all_namespaces && on_item {
+        &[]
+    } else if all_namespaces {
+        &["list", "watch"]
+    } else if on_item && scope.subresource.is_empty() {
         ITEM_VERBS
     } else if on_item {
         // Subresources serve list/create on the item path too.

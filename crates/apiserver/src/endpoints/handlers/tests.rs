@@ -70,6 +70,10 @@ struct Fake {
     events: broadcast::Sender<ObjectEvent>,
     verbs: Vec<&'static str>,
     create_on_update: bool,
+    /// Deletes only mark the object (finalizers), returning it.
+    graceful: bool,
+    /// Deletes return no object.
+    delete_returns_nothing: bool,
 }
 
 impl Fake {
@@ -93,6 +97,8 @@ impl Fake {
                 "watch",
             ],
             create_on_update: false,
+            graceful: false,
+            delete_returns_nothing: false,
         })
     }
 
@@ -295,11 +301,23 @@ impl RestStorage for Fake {
         _opts: &'a DeleteOptions,
     ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
         let info = self.info().clone();
-        let removed = self.objects.lock().unwrap().remove(&self.key(ctx, name));
+        let removed = if self.graceful {
+            self.objects
+                .lock()
+                .unwrap()
+                .get(&self.key(ctx, name))
+                .cloned()
+        } else {
+            self.objects.lock().unwrap().remove(&self.key(ctx, name))
+        };
+        let (graceful, nothing) = (self.graceful, self.delete_returns_nothing);
         Box::pin(async move {
             let obj =
                 removed.ok_or_else(|| ApiError::not_found(&info.group, &info.resource, name))?;
-            Ok((obj, true))
+            if nothing {
+                return Ok((Value::Null, true));
+            }
+            Ok((obj, !graceful))
         })
     }
 
@@ -346,10 +364,19 @@ fn harness_with(configure: impl FnOnce(&mut Config)) -> Harness {
         Arc::get_mut(&mut fake).unwrap().verbs = vec!["get", "list"];
         fake
     };
+    let mut namespaces = Fake::new(ResourceInfo {
+        resource: "namespaces".into(),
+        kind: "Namespace".into(),
+        list_kind: "NamespaceList".into(),
+        version: "v1".into(),
+        namespaced: false,
+        ..Default::default()
+    });
+    Arc::get_mut(&mut namespaces).unwrap().graceful = true;
     let core = ApiGroupInfo {
         group: String::new(),
         versions: vec![
-            ApiGroupVersion::new("v1", vec![configmaps.clone(), readonly])
+            ApiGroupVersion::new("v1", vec![configmaps.clone(), readonly, namespaces.clone()])
                 .with("configmaps/status", configmaps.clone()),
         ],
     };
@@ -359,6 +386,7 @@ fn harness_with(configure: impl FnOnce(&mut Config)) -> Harness {
         let fake = Arc::get_mut(&mut widgets).unwrap();
         fake.strategy.strategic = false;
         fake.create_on_update = true;
+        fake.delete_returns_nothing = true;
     }
     let group = ApiGroupInfo {
         group: "example.com".into(),
@@ -474,7 +502,10 @@ async fn discovery_documents_for_installed_groups() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["configmaps", "configmaps/status", "events"]);
+    assert_eq!(
+        names,
+        ["configmaps", "configmaps/status", "events", "namespaces"]
+    );
     let cm = &doc["resources"][0];
     assert_eq!(
         cm["verbs"],
@@ -1213,4 +1244,105 @@ async fn legacy_watch_path_for_one_object() {
     let mut body = resp.into_body();
     let first = next_line(&mut body).await.unwrap();
     assert_eq!(first["type"], "ADDED");
+}
+
+#[tokio::test]
+async fn namespaces_and_all_namespaces_paths() {
+    let h = harness();
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}});
+    let resp = call(Method::POST, "/api/v1/namespaces")
+        .json(ns)
+        .send(&h)
+        .await;
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let resp = call(Method::GET, "/api/v1/namespaces/team").send(&h).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    // Graceful deletion with orphanDependents=false is 202, else 200.
+    let resp = call(
+        Method::DELETE,
+        "/api/v1/namespaces/team?orphanDependents=false",
+    )
+    .send(&h)
+    .await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    let resp = call(Method::DELETE, "/api/v1/namespaces/team")
+        .send(&h)
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+
+    create_cm(&h, "anywhere").await;
+    let resp = call(Method::GET, "/api/v1/configmaps").send(&h).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        body_json(resp).await["items"][0]["metadata"]["name"],
+        "anywhere"
+    );
+    let resp = call(Method::POST, "/api/v1/configmaps")
+        .json(cm("x"))
+        .send(&h)
+        .await;
+    assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+    let resp = call(Method::GET, "/api/v1/configmaps/anywhere")
+        .send(&h)
+        .await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+    let resp = call(
+        Method::GET,
+        "/apis/example.com/v1/namespaces/default/widgets",
+    )
+    .send(&h)
+    .await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn delete_without_object_answers_success_status() {
+    let h = harness();
+    let widget =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "gone"}});
+    let resp = call(Method::PUT, "/apis/example.com/v1/widgets/gone")
+        .json(widget)
+        .send(&h)
+        .await;
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let resp = call(Method::DELETE, "/apis/example.com/v1/widgets/gone")
+        .send(&h)
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        body_text(resp).await,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Success\",\"details\":{\"name\":\"gone\",\"kind\":\"Widget\"},\"code\":200}\n"
+    );
+}
+
+#[test]
+fn error_events_carry_a_status() {
+    let h = harness();
+    let _ = &h.configmaps;
+    let scope = crate::endpoints::handlers::ResourceScope {
+        storage: h.configmaps.clone(),
+        group: String::new(),
+        version: "v1".into(),
+        resource: "configmaps".into(),
+        subresource: String::new(),
+        config: Default::default(),
+    };
+    let output = crate::endpoints::handlers::encode::Output {
+        serializer: crate::endpoints::negotiation::JSON,
+        pretty: false,
+        transform: crate::endpoints::handlers::encode::Transform::None,
+        include: Default::default(),
+    };
+    let line = crate::endpoints::handlers::watch::encode_event(
+        &scope,
+        &output,
+        ObjectEvent::Error(ApiError::expired("too old resource version: 1 (5)")),
+        true,
+    )
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(line).unwrap(),
+        "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: 1 (5)\",\"reason\":\"Expired\",\"code\":410}}\n"
+    );
 }

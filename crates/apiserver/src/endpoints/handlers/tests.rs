@@ -1346,3 +1346,34 @@ fn error_events_carry_a_status() {
         "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version: 1 (5)\",\"reason\":\"Expired\",\"code\":410}}\n"
     );
 }
+
+#[tokio::test]
+async fn through_the_default_handler_chain() {
+    let h = harness();
+    let mut body = cm("chain");
+    body["spec"] = json!({"bogus": true});
+    let req = http::Request::builder()
+        .method(Method::POST)
+        .uri("/api/v1/namespaces/default/configmaps?fieldManager=test")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(full(serde_json::to_vec(&body).unwrap()))
+        .unwrap();
+    let resp = h
+        .server
+        .handler()
+        .full_handler_chain
+        .clone()
+        .oneshot(req)
+        .await
+        .unwrap();
+    let status = resp.status();
+    let warnings: Vec<String> = resp
+        .headers()
+        .get_all(header::WARNING)
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    let text = body_text(resp).await;
+    assert_eq!(status, StatusCode::CREATED, "{text}");
+    assert_eq!(warnings, ["299 - \"unknown field \\\"spec.bogus\\\"\""]);
+}

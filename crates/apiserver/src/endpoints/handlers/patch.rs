@@ -85,11 +85,26 @@ enum PatchBody {
     Object(Value),
 }
 
+/// Upstream's cap on the operations of one JSON patch (`maxJSONPatchOperations`).
+pub const MAX_JSON_PATCH_OPERATIONS: usize = 10000;
+
 fn decode_patch(patch_type: PatchType, bytes: &[u8]) -> Result<PatchBody, ApiError> {
     match patch_type {
-        PatchType::Json => serde_json::from_slice::<json_patch::Patch>(bytes)
-            .map(PatchBody::Json)
-            .map_err(|err| ApiError::bad_request(format!("error decoding patch: {err}"))),
+        PatchType::Json => {
+            let ops = serde_json::from_slice::<json_patch::Patch>(bytes)
+                .map_err(|err| ApiError::bad_request(format!("error decoding patch: {err}")))?;
+            if ops.0.len() > MAX_JSON_PATCH_OPERATIONS {
+                return Err(ApiError::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    reason::REQUEST_ENTITY_TOO_LARGE,
+                    format!(
+                        "Request entity too large: The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {}",
+                        ops.0.len()
+                    ),
+                ));
+            }
+            Ok(PatchBody::Json(ops))
+        }
         PatchType::Merge | PatchType::StrategicMerge => {
             let value: Value = serde_json::from_slice(bytes)
                 .map_err(|err| ApiError::bad_request(format!("error decoding patch: {err}")))?;
@@ -252,4 +267,54 @@ pub async fn patch(
         StatusCode::OK
     };
     write_object(scope, code, obj, false, &output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_types_select_patch_types() {
+        assert_eq!(
+            PatchType::from_content_type(Some("application/merge-patch+json; charset=utf-8")),
+            Some(PatchType::Merge)
+        );
+        assert_eq!(
+            PatchType::from_content_type(Some("application/apply-patch+yaml")),
+            Some(PatchType::Apply)
+        );
+        assert_eq!(PatchType::from_content_type(Some("application/json")), None);
+        assert_eq!(PatchType::from_content_type(None), None);
+    }
+
+    #[test]
+    fn json_patch_operation_cap_is_413() {
+        let op = r#"{"op":"test","path":"/a","value":1}"#;
+        let many = format!("[{}]", vec![op; MAX_JSON_PATCH_OPERATIONS + 1].join(","));
+        let err = decode_patch(PatchType::Json, many.as_bytes())
+            .err()
+            .unwrap();
+        assert_eq!(err.code(), StatusCode::PAYLOAD_TOO_LARGE);
+        let ok = format!("[{}]", vec![op; 3].join(","));
+        assert!(decode_patch(PatchType::Json, ok.as_bytes()).is_ok());
+        assert_eq!(
+            decode_patch(PatchType::Merge, b"[1]").err().unwrap().code(),
+            StatusCode::BAD_REQUEST
+        );
+    }
+
+    #[test]
+    fn strategic_errors_map_to_upstream_codes() {
+        assert_eq!(
+            patch_error(&PatchError::BadJsonDoc).code(),
+            StatusCode::BAD_REQUEST
+        );
+        assert_eq!(
+            patch_error(&PatchError::NoListOfLists).code(),
+            StatusCode::UNPROCESSABLE_ENTITY
+        );
+        let err = patch_error(&PatchError::NoElements);
+        assert_eq!(err.code(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(err.reason(), "");
+    }
 }

@@ -29,6 +29,7 @@ use crate::status::ApiError;
 struct FakeStrategy {
     info: ResourceInfo,
     strategic: bool,
+    schema: Option<(Arc<Value>, String)>,
 }
 
 impl Strategy for FakeStrategy {
@@ -60,6 +61,10 @@ impl Strategy for FakeStrategy {
     fn supports_strategic_merge_patch(&self) -> bool {
         self.strategic
     }
+
+    fn patch_schema(&self) -> Option<(Arc<Value>, String)> {
+        self.schema.clone()
+    }
 }
 
 /// A HashMap-backed storage honouring dryRun, create-on-update and watches.
@@ -82,6 +87,7 @@ impl Fake {
             strategy: FakeStrategy {
                 info,
                 strategic: true,
+                schema: None,
             },
             objects: Mutex::default(),
             rv: AtomicU64::new(1),
@@ -1376,4 +1382,54 @@ async fn through_the_default_handler_chain() {
     let text = body_text(resp).await;
     assert_eq!(status, StatusCode::CREATED, "{text}");
     assert_eq!(warnings, ["299 - \"unknown field \\\"spec.bogus\\\"\""]);
+}
+
+#[tokio::test]
+async fn strategic_merge_patch_uses_the_schema_merge_keys() {
+    let h = harness();
+    let mut things = Fake::new(ResourceInfo {
+        group: "smp.io".into(),
+        version: "v1".into(),
+        kind: "Thing".into(),
+        list_kind: "ThingList".into(),
+        resource: "things".into(),
+        namespaced: true,
+        ..Default::default()
+    });
+    let document = json!({"definitions": {
+        "Thing": {"properties": {"spec": {"$ref": "#/definitions/Spec"}}},
+        "Spec": {"properties": {"containers": {
+            "type": "array",
+            "items": {"type": "object"},
+            "x-kubernetes-patch-strategy": "merge",
+            "x-kubernetes-patch-merge-key": "name",
+        }}},
+    }});
+    Arc::get_mut(&mut things).unwrap().strategy.schema =
+        Some((Arc::new(document), "Thing".to_string()));
+    h.server
+        .install_api_groups(&[ApiGroupInfo {
+            group: "smp.io".into(),
+            versions: vec![ApiGroupVersion::new("v1", vec![things])],
+        }])
+        .unwrap();
+    let thing = json!({"apiVersion": "smp.io/v1", "kind": "Thing", "metadata": {"name": "t"},
+        "spec": {"containers": [{"name": "a", "image": "1"}, {"name": "b", "image": "1"}]}});
+    let resp = call(Method::POST, "/apis/smp.io/v1/namespaces/default/things")
+        .json(thing)
+        .send(&h)
+        .await;
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let resp = patch(
+        &h,
+        "/apis/smp.io/v1/namespaces/default/things/t",
+        "application/strategic-merge-patch+json",
+        r#"{"spec":{"containers":[{"name":"b","image":"2"}]}}"#,
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        body_json(resp).await["spec"]["containers"],
+        json!([{"name": "a", "image": "1"}, {"name": "b", "image": "2"}])
+    );
 }

@@ -295,7 +295,7 @@ mod tests {
             .err()
             .unwrap();
         assert_eq!(err.code(), StatusCode::PAYLOAD_TOO_LARGE);
-        let ok = format!("[{}]", vec![op; 3].join(","));
+        let ok = format!("[{}]", [op; 3].join(","));
         assert!(decode_patch(PatchType::Json, ok.as_bytes()).is_ok());
         assert_eq!(
             decode_patch(PatchType::Merge, b"[1]").err().unwrap().code(),

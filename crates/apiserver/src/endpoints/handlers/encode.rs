@@ -46,7 +46,13 @@ pub struct Output {
     pub transform: Transform,
     /// `includeObject` for tables.
     pub include: IncludeObject,
+    /// The client accepts `Content-Encoding: gzip`.
+    pub gzip: bool,
 }
+
+/// Responses at least this large are gzipped when the client accepts it (upstream
+/// `defaultGzipThresholdBytes`).
+pub const GZIP_THRESHOLD_BYTES: usize = 128 * 1024;
 
 /// The transforms a resource endpoint allows (upstream's `RequestScope` restrictions): Table
 /// for JSON and YAML, PartialObjectMetadata(List) for any media type, in `meta.k8s.io` `v1`
@@ -103,11 +109,19 @@ pub fn negotiate_with(
     } else {
         IncludeObject::Metadata
     };
+    let gzip = parts
+        .headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| coding.split(';').next().unwrap_or_default().trim() == "gzip");
     Ok(Output {
         serializer: negotiated.options.accepted,
         pretty: negotiated.pretty,
         transform,
         include,
+        gzip,
     })
 }
 
@@ -197,15 +211,35 @@ fn serialize_typed<T: serde::Serialize>(value: &T, output: &Output) -> Result<Ve
     .map_err(ApiError::internal)
 }
 
-/// A response with `code` and `body` in the negotiated media type.
+/// A response with `code` and `body` in the negotiated media type, gzipped (fastest level,
+/// as upstream) when it is large and the client accepts gzip.
 pub fn response(code: StatusCode, body: Vec<u8>, output: &Output) -> Response {
-    let mut response = http::Response::new(full(body));
+    let compressed = (output.gzip && body.len() > GZIP_THRESHOLD_BYTES)
+        .then(|| gzip(&body))
+        .flatten();
+    let is_compressed = compressed.is_some();
+    let mut response = http::Response::new(full(compressed.unwrap_or(body)));
     *response.status_mut() = code;
-    response.headers_mut().insert(
+    let headers = response.headers_mut();
+    headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static(output.serializer.media_type),
     );
+    if is_compressed {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+        headers.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
     response
+}
+
+fn gzip(body: &[u8]) -> Option<Vec<u8>> {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(
+        Vec::with_capacity(body.len() / 4),
+        flate2::Compression::fast(),
+    );
+    encoder.write_all(body).ok()?;
+    encoder.finish().ok()
 }
 
 /// Transforms, serializes and writes `obj` with `code`.

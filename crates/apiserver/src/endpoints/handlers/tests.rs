@@ -1338,6 +1338,7 @@ fn error_events_carry_a_status() {
         pretty: false,
         transform: crate::endpoints::handlers::encode::Transform::None,
         include: Default::default(),
+        gzip: false,
     };
     let line = crate::endpoints::handlers::watch::encode_event(
         &scope,
@@ -1432,4 +1433,37 @@ async fn strategic_merge_patch_uses_the_schema_merge_keys() {
         body_json(resp).await["spec"]["containers"],
         json!([{"name": "a", "image": "1"}, {"name": "b", "image": "2"}])
     );
+}
+
+#[tokio::test]
+async fn large_responses_are_gzipped_when_accepted() {
+    let h = harness_with(|c| c.max_request_body_bytes = 1 << 20);
+    let mut big = cm("big");
+    big["data"]["a"] = json!("x".repeat(200 * 1024));
+    let resp = call(Method::POST, "/api/v1/namespaces/default/configmaps")
+        .json(big)
+        .send(&h)
+        .await;
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    let resp = call(Method::GET, "/api/v1/namespaces/default/configmaps/big")
+        .header(header::ACCEPT_ENCODING, "gzip")
+        .send(&h)
+        .await;
+    assert_eq!(resp.headers()[header::CONTENT_ENCODING], "gzip");
+    assert_eq!(resp.headers()[header::VARY], "Accept-Encoding");
+    let bytes = resp.into_body().collect().await.unwrap().to_bytes();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&bytes[..]), &mut text)
+        .unwrap();
+    assert!(text.contains("\"name\":\"big\""));
+    let resp = call(Method::GET, "/api/v1/namespaces/default/configmaps/big")
+        .send(&h)
+        .await;
+    assert!(resp.headers().get(header::CONTENT_ENCODING).is_none());
+    create_cm(&h, "small").await;
+    let resp = call(Method::GET, "/api/v1/namespaces/default/configmaps/small")
+        .header(header::ACCEPT_ENCODING, "gzip")
+        .send(&h)
+        .await;
+    assert!(resp.headers().get(header::CONTENT_ENCODING).is_none());
 }

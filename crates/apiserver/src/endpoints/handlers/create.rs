@@ -27,18 +27,25 @@ pub async fn create(
     };
     let mut opts = create_options(&Query::parse(parts.query()));
     let decoder = scope.config.protobuf_decoder();
-    let (mut obj, _) = read_object(
+    let decoded = read_object(
         body,
         parts.header(header::CONTENT_TYPE),
         scope.config.max_request_body_bytes,
         decoder.as_ref(),
     )
     .await?;
+    let mut obj = decoded.value;
     validate_create_options(&opts)?;
     check_type(scope.info(), &mut obj)?;
     check_namespace(scope, &parts, &mut obj)?;
     scope.with_strategy(|strategy| {
-        check_unknown_fields(strategy, &obj, &opts.field_validation, &parts.ctx)
+        check_unknown_fields(
+            strategy,
+            &obj,
+            &decoded.duplicates,
+            &opts.field_validation,
+            &parts.ctx,
+        )
     })?;
     opts.field_manager = manager_or_user_agent(
         &opts.field_manager,
@@ -145,11 +152,12 @@ pub fn object_name(obj: &Value) -> &str {
 }
 
 /// `fieldValidation` for a create or update body: `Strict` → 400 `<Kind> in version "<v>"
-/// cannot be handled as a <Kind>: strict decoding error: unknown field "spec.x", …`;
-/// `Warn` (the default) → one `Warning` per field; `Ignore` → nothing.
+/// cannot be handled as a <Kind>: strict decoding error: duplicate field "x", unknown field
+/// "spec.x", …`; `Warn` (the default) → one `Warning` per field; `Ignore` → nothing.
 pub fn check_unknown_fields(
     strategy: &dyn Strategy,
     obj: &Value,
+    duplicates: &[String],
     field_validation: &str,
     ctx: &RequestContext,
 ) -> Result<(), ApiError> {
@@ -157,12 +165,13 @@ pub fn check_unknown_fields(
         return Ok(());
     }
     let unknown = strategy.unknown_fields(obj);
-    if unknown.is_empty() {
+    if unknown.is_empty() && duplicates.is_empty() {
         return Ok(());
     }
-    let texts: Vec<String> = unknown
+    let texts: Vec<String> = duplicates
         .iter()
-        .map(|f| format!("unknown field {f:?}"))
+        .map(|f| format!("duplicate field {f:?}"))
+        .chain(unknown.iter().map(|f| format!("unknown field {f:?}")))
         .collect();
     if field_validation == "Strict" {
         let info = strategy.info();
@@ -188,7 +197,7 @@ pub fn check_patched_unknown_fields(
     field_validation: &str,
     ctx: &RequestContext,
 ) -> Result<(), ApiError> {
-    match check_unknown_fields(strategy, obj, field_validation, ctx) {
+    match check_unknown_fields(strategy, obj, &[], field_validation, ctx) {
         Ok(()) => Ok(()),
         Err(_) => {
             let texts: Vec<String> = strategy

@@ -101,17 +101,132 @@ pub fn decode_yaml(bytes: &[u8]) -> Result<Value, ApiError> {
         .map_err(|err| ApiError::bad_request(format!("error converting YAML to JSON: {err}")))
 }
 
+/// A decoded object body.
+#[derive(Clone, Debug)]
+pub struct DecodedObject {
+    /// The object.
+    pub value: Value,
+    /// The decoder used.
+    pub format: BodyFormat,
+    /// Paths of keys given twice in a JSON body (for `fieldValidation`).
+    pub duplicates: Vec<String>,
+}
+
 /// Reads and decodes an object body by the request's `Content-Type`.
 pub async fn read_object(
     body: Body,
     content_type: Option<&str>,
     limit: usize,
     protobuf: Option<&ProtobufDecoder>,
-) -> Result<(Value, BodyFormat), ApiError> {
+) -> Result<DecodedObject, ApiError> {
     let format = body_format(content_type)?;
     let bytes = read_body(body, limit).await?;
     let value = decode_value(format, &bytes, protobuf)?;
-    Ok((value, format))
+    let duplicates = if format == BodyFormat::Json {
+        duplicate_fields(&bytes)
+    } else {
+        Vec::new()
+    };
+    Ok(DecodedObject {
+        value,
+        format,
+        duplicates,
+    })
+}
+
+/// The dotted paths of keys that occur twice in the same JSON object (upstream's strict
+/// decoder reports them as `duplicate field "<path>"`; the last value wins otherwise).
+pub fn duplicate_fields(bytes: &[u8]) -> Vec<String> {
+    let found = std::cell::RefCell::new(Vec::new());
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let scan = DuplicateScan {
+        path: String::new(),
+        found: &found,
+    };
+    // A body that does not parse was rejected before; nothing to report then.
+    if serde::de::DeserializeSeed::deserialize(scan, &mut deserializer).is_err() {
+        return Vec::new();
+    }
+    found.into_inner()
+}
+
+struct DuplicateScan<'a> {
+    path: String,
+    found: &'a std::cell::RefCell<Vec<String>>,
+}
+
+impl DuplicateScan<'_> {
+    fn child(&self, segment: &str) -> String {
+        if self.path.is_empty() {
+            segment.to_string()
+        } else {
+            format!("{}.{segment}", self.path)
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for DuplicateScan<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for DuplicateScan<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let path = self.child(&key);
+            if !seen.insert(key) {
+                self.found.borrow_mut().push(path.clone());
+            }
+            map.next_value_seed(DuplicateScan {
+                path,
+                found: self.found,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut index = 0usize;
+        while seq
+            .next_element_seed(DuplicateScan {
+                path: format!("{}[{index}]", self.path),
+                found: self.found,
+            })?
+            .is_some()
+        {
+            index += 1;
+        }
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -156,6 +271,13 @@ mod tests {
             std::sync::Arc::new(|_| Ok(serde_json::json!({"kind": "X"})));
         let value = decode_value(BodyFormat::Protobuf, b"k8s\0", Some(&decoder)).unwrap();
         assert_eq!(value["kind"], "X");
+    }
+
+    #[test]
+    fn duplicate_keys_with_paths() {
+        let body = br#"{"a":1,"a":2,"spec":{"x":[{"n":1,"n":2}],"y":1,"y":2}}"#;
+        assert_eq!(duplicate_fields(body), ["a", "spec.x[0].n", "spec.y"]);
+        assert!(duplicate_fields(br#"{"a":{"a":1}}"#).is_empty());
     }
 
     #[test]

@@ -1467,3 +1467,34 @@ async fn large_responses_are_gzipped_when_accepted() {
         .await;
     assert!(resp.headers().get(header::CONTENT_ENCODING).is_none());
 }
+
+#[tokio::test]
+async fn duplicate_fields_are_reported_before_unknown_ones() {
+    let h = harness();
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup"},"data":{"a":"1","a":"2"},"unknown":1}"#;
+    let resp = call(
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+    )
+    .raw(body, Some("application/json"))
+    .send(&h)
+    .await;
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        body_json(resp).await["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"data.a\", unknown field \"unknown\""
+    );
+    let recorder = WarningRecorder::new();
+    let mut warn = call(Method::POST, "/api/v1/namespaces/default/configmaps").raw(body, None);
+    warn.recorder = Some(recorder.clone());
+    let resp = warn.send(&h).await;
+    assert_eq!(resp.status(), StatusCode::CREATED);
+    assert_eq!(body_json(resp).await["data"]["a"], "2");
+    assert_eq!(
+        recorder.header_values(),
+        [
+            "299 - \"duplicate field \\\"data.a\\\"\"",
+            "299 - \"unknown field \\\"unknown\\\"\""
+        ]
+    );
+}

@@ -25,13 +25,14 @@ pub async fn update(
     };
     let mut opts = update_options(&Query::parse(parts.query()));
     let decoder = scope.config.protobuf_decoder();
-    let (mut obj, _) = read_object(
+    let decoded = read_object(
         body,
         parts.header(header::CONTENT_TYPE),
         scope.config.max_request_body_bytes,
         decoder.as_ref(),
     )
     .await?;
+    let mut obj = decoded.value;
     validate_update_options(&opts)?;
     check_type(scope.info(), &mut obj)?;
     let name = parts.info.name.clone();
@@ -43,7 +44,13 @@ pub async fn update(
     }
     check_namespace(scope, &parts, &mut obj)?;
     scope.with_strategy(|strategy| {
-        check_unknown_fields(strategy, &obj, &opts.field_validation, &parts.ctx)
+        check_unknown_fields(
+            strategy,
+            &obj,
+            &decoded.duplicates,
+            &opts.field_validation,
+            &parts.ctx,
+        )
     })?;
     opts.field_manager = manager_or_user_agent(
         &opts.field_manager,

@@ -2,6 +2,8 @@
 
 pub mod apply;
 pub mod discovery;
+pub mod handlers;
+pub mod installer;
 pub mod negotiation;
 pub mod openapi;
 pub mod patch;

@@ -62,6 +62,7 @@ pub(crate) struct ServerInner {
     pub(crate) delegate: Arc<dyn DelegationTarget>,
     pub(crate) secure_serving: Mutex<Option<SecureServingInfo>>,
     pub(crate) insecure_serving: Mutex<Option<BindAddress>>,
+    pub(crate) apis: crate::server::apis::ApisState,
 }
 
 impl CompletedConfig {
@@ -99,6 +100,7 @@ impl CompletedConfig {
                 delegate: delegate.clone(),
                 secure_serving: Mutex::new(secure_serving),
                 insecure_serving: Mutex::new(insecure_serving),
+                apis: Default::default(),
                 config: self,
             }),
         };

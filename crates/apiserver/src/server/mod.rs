@@ -1,5 +1,6 @@
 //! The generic API server: configuration, life cycle, hooks, health, routing and serving.
 
+pub mod apis;
 pub mod config;
 pub mod delegation;
 pub mod genericapiserver;
@@ -14,6 +15,7 @@ pub mod run;
 pub mod serving;
 pub mod waitgroup;
 
+pub use apis::{ApiGroupInfo, ApiGroupVersion, InstallError};
 pub use config::{CompletedConfig, Config};
 pub use delegation::{DelegationTarget, EmptyDelegate};
 pub use genericapiserver::{GenericApiServer, PreparedGenericApiServer};

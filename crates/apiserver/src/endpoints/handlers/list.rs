@@ -1,0 +1,23 @@
+//! LIST of a collection (upstream `handlers/get.go ListResource`); watches go to
+//! [`super::watch`].
+
+use http::StatusCode;
+
+use super::encode::{negotiate, write_object};
+use super::options::{Query, list_options, validate_list_options};
+use super::{RequestParts, ResourceScope};
+use crate::body::Response;
+use crate::endpoints::negotiation::not_acceptable_response;
+use crate::status::ApiError;
+
+/// `GET <collection>`: 200 with the `<Kind>List` (or its Table / PartialObjectMetadataList).
+pub async fn list(scope: &ResourceScope, parts: RequestParts) -> Result<Response, ApiError> {
+    let output = match negotiate(&parts) {
+        Ok(output) => output,
+        Err(err) => return Ok(not_acceptable_response(&err)),
+    };
+    let opts = list_options(&Query::parse(parts.query()))?;
+    validate_list_options(&opts)?;
+    let list = scope.storage.list(&parts.ctx, &opts).await?;
+    write_object(scope, StatusCode::OK, list, true, &output)
+}

@@ -8,7 +8,7 @@
 //! turn (so the ratios compare like with like, under the same machine load): raw redb (one
 //! durable transaction per insert, the writers queueing on redb's write lock), the embedded
 //! backend, raw etcd-client puts and the etcd backend. Each level writes `max(--ops, 4 x
-//! writers)` objects. `--watchers 0` skips the fan-out rows. The etcd columns need `etcd` on
+//! writers)` objects, `--repeat` rounds (default 3) reporting the median. `--watchers 0` skips the fan-out rows. The etcd columns need `etcd` on
 //! PATH (or `/usr/bin/etcd`); they are skipped without the `etcd` feature.
 
 use std::sync::Arc;
@@ -396,38 +396,52 @@ async fn main() {
     if etcd.is_none() {
         row("etcd", "-", "etcd not found; skipped".into());
     }
+    let repeat = arg("--repeat", 3).max(1) as usize;
     let mut table = Vec::new();
     for &c in &levels {
         let n = ops.max(4 * c);
-        let raw = raw_redb(n, c);
-        let dir = tempfile::tempdir().unwrap();
-        let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
-        let (ec, eu) = writes(emb.clone(), "cm", n, c).await;
-        if c == 1 {
-            reads("embedded", emb.as_ref(), "cm", n).await;
-        }
-        drop(emb);
-        #[allow(unused_mut)]
-        let mut etcd_row: Option<(f64, f64, f64)> = None;
-        #[cfg(feature = "etcd")]
-        if let Some(etcd) = &etcd {
-            use apiserver::storage::backends::{EtcdConfig, EtcdStorage};
-            let raw_etcd = etcd_bench::raw_put(&etcd.url, n, c).await;
-            let s: Arc<dyn Storage> = Arc::new(
-                EtcdStorage::connect(EtcdConfig {
-                    endpoints: vec![etcd.url.clone()],
-                    ..Default::default()
-                })
-                .await
-                .unwrap(),
-            );
-            let (xc, xu) = writes(s.clone(), &format!("cm{c}"), n, c).await;
-            if c == 1 {
-                reads("etcd backend", s.as_ref(), "cm1", n).await;
+        // Each store in turn, `repeat` rounds, the median of each column: the disk's fsync
+        // latency on a shared machine drifts from second to second.
+        let mut samples: Vec<[f64; 6]> = Vec::new();
+        for round in 0..repeat {
+            let raw = raw_redb(n, c);
+            let dir = tempfile::tempdir().unwrap();
+            let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+            let (ec, eu) = writes(emb.clone(), "cm", n, c).await;
+            if c == 1 && round == 0 {
+                reads("embedded", emb.as_ref(), "cm", n).await;
             }
-            etcd_row = Some((raw_etcd, xc, xu));
+            drop(emb);
+            #[allow(unused_mut)]
+            let mut sample = [raw, ec, eu, f64::NAN, f64::NAN, f64::NAN];
+            #[cfg(feature = "etcd")]
+            if let Some(etcd) = &etcd {
+                use apiserver::storage::backends::{EtcdConfig, EtcdStorage};
+                let raw_etcd = etcd_bench::raw_put(&etcd.url, n, c).await;
+                let s: Arc<dyn Storage> = Arc::new(
+                    EtcdStorage::connect(EtcdConfig {
+                        endpoints: vec![etcd.url.clone()],
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap(),
+                );
+                let bucket = format!("cm{c}r{round}");
+                let (xc, xu) = writes(s.clone(), &bucket, n, c).await;
+                if c == 1 && round == 0 {
+                    reads("etcd backend", s.as_ref(), &bucket, n).await;
+                }
+                sample[3..].copy_from_slice(&[raw_etcd, xc, xu]);
+            }
+            samples.push(sample);
         }
-        table.push((c, raw, ec, eu, etcd_row));
+        let median = |i: usize| {
+            let mut v: Vec<f64> = samples.iter().map(|s| s[i]).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let etcd_row = (!median(3).is_nan()).then(|| (median(3), median(4), median(5)));
+        table.push((c, median(0), median(1), median(2), etcd_row));
     }
     let counts = args
         .iter()
@@ -438,6 +452,8 @@ async fn main() {
     for watchers in counts.into_iter().filter(|w| *w > 0) {
         fanout(watchers, 1000, watch_secs).await;
     }
+    println!();
+    println!("Writes: median of {repeat} rounds, max(--ops, 4 x writers) objects per round.");
     println!();
     println!(
         "| writers | raw redb insert/s | embedded create/s | embedded update/s | embedded create vs raw redb | raw etcd-client put/s | etcd backend create/s | etcd backend update/s | etcd backend create vs raw etcd | embedded vs etcd backend (create) | embedded vs etcd backend (update) |"

@@ -1,11 +1,15 @@
 //! Storage benchmarks: raw redb, the embedded backend, raw etcd-client, the etcd backend, and
-//! watch-cache fan-out. Prints a Markdown table.
+//! watch-cache fan-out. Prints Markdown tables.
 //!
 //! ```text
-//! cargo run --release -p apiserver --features etcd --example storage_bench [-- --ops 2000 --watch-secs 5 --watchers 1000,10000]
+//! cargo run --release -p apiserver --features etcd --example storage_bench [-- --ops 2000 --writers 1,16,64,256 --watch-secs 5 --watchers 1000,10000]
 //! ```
-//! The etcd rows need `etcd` on PATH (or `/usr/bin/etcd`); they are skipped without the
-//! `etcd` feature.
+//! Writes are measured at each `--writers` concurrency, every store at the same concurrency in
+//! turn (so the ratios compare like with like, under the same machine load): raw redb (one
+//! durable transaction per insert, the writers queueing on redb's write lock), the embedded
+//! backend, raw etcd-client puts and the etcd backend. Each level writes `max(--ops, 4 x
+//! writers)` objects, `--repeat` rounds (default 3) reporting the median. `--watchers 0` skips the fan-out rows. The etcd columns need `etcd` on
+//! PATH (or `/usr/bin/etcd`); they are skipped without the `etcd` feature.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,33 +47,47 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn raw_redb(ops: usize) -> f64 {
+/// Inserts `ops` values, one durable transaction each, from `concurrency` threads (which
+/// queue on redb's single write lock: raw redb has no group commit).
+fn raw_redb(ops: usize, concurrency: usize) -> f64 {
     use redb::{Database, Durability, TableDefinition};
     const T: TableDefinition<&str, &[u8]> = TableDefinition::new("t");
     let dir = tempfile::tempdir().unwrap();
     let db = Database::create(dir.path().join("raw.redb")).unwrap();
     let value = obj("x", "0");
+    let next = AtomicU64::new(0);
     let start = Instant::now();
-    for i in 0..ops {
-        let mut txn = db.begin_write().unwrap();
-        txn.set_durability(Durability::Immediate).unwrap();
-        {
-            let mut t = txn.open_table(T).unwrap();
-            t.insert(format!("/registry/cm/bench/o{i}").as_str(), &value[..])
-                .unwrap();
+    std::thread::scope(|scope| {
+        for _ in 0..concurrency {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                    if i >= ops {
+                        break;
+                    }
+                    let mut txn = db.begin_write().unwrap();
+                    txn.set_durability(Durability::Immediate).unwrap();
+                    {
+                        let mut t = txn.open_table(T).unwrap();
+                        t.insert(format!("/registry/cm/bench/o{i}").as_str(), &value[..])
+                            .unwrap();
+                    }
+                    txn.commit().unwrap();
+                }
+            });
         }
-        txn.commit().unwrap();
-    }
+    });
     rate(ops, start.elapsed())
 }
 
-async fn crud(label: &str, s: Arc<dyn Storage>, ops: usize, concurrency: usize) -> f64 {
-    let bucket = format!("cm{concurrency}");
+/// Creates `ops` objects with `concurrency` writers, then updates each once (each writer its
+/// own keys, so updates never conflict); returns (creates/s, updates/s).
+async fn writes(s: Arc<dyn Storage>, bucket: &str, ops: usize, concurrency: usize) -> (f64, f64) {
     let start = Instant::now();
     let mut tasks = Vec::new();
     for t in 0..concurrency {
         let s = s.clone();
-        let bucket = bucket.clone();
+        let bucket = bucket.to_string();
         tasks.push(tokio::spawn(async move {
             for i in (t..ops).step_by(concurrency) {
                 let name = format!("o{i}");
@@ -83,30 +101,29 @@ async fn crud(label: &str, s: Arc<dyn Storage>, ops: usize, concurrency: usize) 
         t.await.unwrap();
     }
     let create = rate(ops, start.elapsed());
-    row(
-        label,
-        &format!("create (x{concurrency})"),
-        format!("{create:.0} ops/s"),
-    );
-    if concurrency > 1 {
-        return create;
-    }
     let start = Instant::now();
-    for i in 0..ops {
-        let key = format!("/registry/{bucket}/bench/o{i}");
-        let mut f = |cur: Option<&Object>| {
-            let _ = cur;
-            Ok(obj(&format!("o{i}"), "1"))
-        };
-        s.guaranteed_update(&key, false, None, &mut f)
-            .await
-            .unwrap();
+    let mut tasks = Vec::new();
+    for t in 0..concurrency {
+        let s = s.clone();
+        let bucket = bucket.to_string();
+        tasks.push(tokio::spawn(async move {
+            for i in (t..ops).step_by(concurrency) {
+                let key = format!("/registry/{bucket}/bench/o{i}");
+                let mut f = |_: Option<&Object>| Ok(obj(&format!("o{i}"), "1"));
+                s.guaranteed_update(&key, false, None, &mut f)
+                    .await
+                    .unwrap();
+            }
+        }));
     }
-    row(
-        label,
-        "update",
-        format!("{:.0} ops/s", rate(ops, start.elapsed())),
-    );
+    for t in tasks {
+        t.await.unwrap();
+    }
+    (create, rate(ops, start.elapsed()))
+}
+
+/// Gets and lists the `ops` objects of `bucket` (one reader).
+async fn reads(label: &str, s: &dyn Storage, bucket: &str, ops: usize) {
     let start = Instant::now();
     for i in 0..ops {
         s.get(
@@ -144,7 +161,6 @@ async fn crud(label: &str, s: Arc<dyn Storage>, ops: usize, concurrency: usize) 
             start.elapsed().as_secs_f64() * 1000.0 / lists as f64
         ),
     );
-    create
 }
 
 fn now_micros() -> u64 {
@@ -330,14 +346,25 @@ mod etcd_bench {
         None
     }
 
-    pub async fn raw_put(url: &str, ops: usize) -> f64 {
-        let mut c = etcd_client::Client::connect([url], None).await.unwrap();
+    /// Puts `ops` values from `concurrency` tasks sharing one client (as the backend does).
+    pub async fn raw_put(url: &str, ops: usize, concurrency: usize) -> f64 {
+        let c = etcd_client::Client::connect([url], None).await.unwrap();
         let value = obj("x", "0");
         let start = Instant::now();
-        for i in 0..ops {
-            c.put(format!("/raw/o{i}"), value.to_vec(), None)
-                .await
-                .unwrap();
+        let mut tasks = Vec::new();
+        for t in 0..concurrency {
+            let mut kv = c.kv_client();
+            let value = value.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in (t..ops).step_by(concurrency) {
+                    kv.put(format!("/raw{concurrency}/o{i}"), value.to_vec(), None)
+                        .await
+                        .unwrap();
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
         }
         rate(ops, start.elapsed())
     }
@@ -355,69 +382,66 @@ async fn main() {
     };
     let ops = arg("--ops", 2000) as usize;
     let watch_secs = arg("--watch-secs", 5);
+    let levels: Vec<usize> = args
+        .iter()
+        .position(|a| a == "--writers")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.split(',').filter_map(|n| n.parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 16, 64, 256]);
+    #[cfg(feature = "etcd")]
+    let etcd = etcd_bench::start().await;
     println!("| storage | operation | result |");
     println!("|---|---|---|");
-    let raw = raw_redb(ops);
-    row(
-        "raw redb (fsync per commit)",
-        "insert",
-        format!("{raw:.0} ops/s"),
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
-    let emb_create = crud("embedded", emb, ops, 1).await;
-    row(
-        "embedded",
-        "create vs raw redb",
-        format!("{:.0}%", emb_create / raw * 100.0),
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
-    let emb_create16 = crud("embedded", emb, ops, 16).await;
-    row(
-        "embedded",
-        "group commit (x16 vs x1)",
-        format!("{:.1}x", emb_create16 / emb_create),
-    );
     #[cfg(feature = "etcd")]
-    {
-        use apiserver::storage::backends::{EtcdConfig, EtcdStorage};
-        match etcd_bench::start().await {
-            Some(etcd) => {
-                let raw_etcd = etcd_bench::raw_put(&etcd.url, ops).await;
-                row("raw etcd-client", "put", format!("{raw_etcd:.0} ops/s"));
-                let s = EtcdStorage::connect(EtcdConfig {
-                    endpoints: vec![etcd.url.clone()],
-                    ..Default::default()
-                })
-                .await
-                .unwrap();
-                let c = crud("etcd backend", Arc::new(s), ops, 1).await;
-                row(
-                    "etcd backend",
-                    "create vs raw etcd-client",
-                    format!("{:.0}%", c / raw_etcd * 100.0),
-                );
-                row(
-                    "embedded",
-                    "create vs etcd backend (x1)",
-                    format!("{:.1}x", emb_create / c),
-                );
-                let s16 = EtcdStorage::connect(EtcdConfig {
-                    endpoints: vec![etcd.url.clone()],
-                    ..Default::default()
-                })
-                .await
-                .unwrap();
-                let c16 = crud("etcd backend", Arc::new(s16), ops, 16).await;
-                row(
-                    "embedded",
-                    "create vs etcd backend (x16)",
-                    format!("{:.1}x", emb_create16 / c16),
-                );
+    if etcd.is_none() {
+        row("etcd", "-", "etcd not found; skipped".into());
+    }
+    let repeat = arg("--repeat", 3).max(1) as usize;
+    let mut table = Vec::new();
+    for &c in &levels {
+        let n = ops.max(4 * c);
+        // Each store in turn, `repeat` rounds, the median of each column: the disk's fsync
+        // latency on a shared machine drifts from second to second.
+        let mut samples: Vec<[f64; 6]> = Vec::new();
+        for round in 0..repeat {
+            let raw = raw_redb(n, c);
+            let dir = tempfile::tempdir().unwrap();
+            let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+            let (ec, eu) = writes(emb.clone(), "cm", n, c).await;
+            if c == 1 && round == 0 {
+                reads("embedded", emb.as_ref(), "cm", n).await;
             }
-            None => row("etcd", "-", "etcd not found; skipped".into()),
+            drop(emb);
+            #[allow(unused_mut)]
+            let mut sample = [raw, ec, eu, f64::NAN, f64::NAN, f64::NAN];
+            #[cfg(feature = "etcd")]
+            if let Some(etcd) = &etcd {
+                use apiserver::storage::backends::{EtcdConfig, EtcdStorage};
+                let raw_etcd = etcd_bench::raw_put(&etcd.url, n, c).await;
+                let s: Arc<dyn Storage> = Arc::new(
+                    EtcdStorage::connect(EtcdConfig {
+                        endpoints: vec![etcd.url.clone()],
+                        ..Default::default()
+                    })
+                    .await
+                    .unwrap(),
+                );
+                let bucket = format!("cm{c}r{round}");
+                let (xc, xu) = writes(s.clone(), &bucket, n, c).await;
+                if c == 1 && round == 0 {
+                    reads("etcd backend", s.as_ref(), &bucket, n).await;
+                }
+                sample[3..].copy_from_slice(&[raw_etcd, xc, xu]);
+            }
+            samples.push(sample);
         }
+        let median = |i: usize| {
+            let mut v: Vec<f64> = samples.iter().map(|s| s[i]).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let etcd_row = (!median(3).is_nan()).then(|| (median(3), median(4), median(5)));
+        table.push((c, median(0), median(1), median(2), etcd_row));
     }
     let counts = args
         .iter()
@@ -425,7 +449,31 @@ async fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|v| v.split(',').filter_map(|n| n.parse().ok()).collect())
         .unwrap_or_else(|| vec![1000, 10000]);
-    for watchers in counts {
+    for watchers in counts.into_iter().filter(|w| *w > 0) {
         fanout(watchers, 1000, watch_secs).await;
     }
+    println!();
+    println!("Writes: median of {repeat} rounds, max(--ops, 4 x writers) objects per round.");
+    println!();
+    println!(
+        "| writers | raw redb insert/s | embedded create/s | embedded update/s | embedded create vs raw redb | raw etcd-client put/s | etcd backend create/s | etcd backend update/s | etcd backend create vs raw etcd | embedded vs etcd backend (create) | embedded vs etcd backend (update) |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (c, raw, ec, eu, etcd_row) in &table {
+        let etcd_cols = match etcd_row {
+            Some((re, xc, xu)) => format!(
+                "{re:.0} | {xc:.0} | {xu:.0} | {:.0}% | {:.1}x | {:.1}x",
+                xc / re * 100.0,
+                ec / xc,
+                eu / xu
+            ),
+            None => "- | - | - | - | - | -".into(),
+        };
+        println!(
+            "| {c} | {raw:.0} | {ec:.0} | {eu:.0} | {:.0}% | {etcd_cols} |",
+            ec / raw * 100.0
+        );
+    }
+    #[cfg(feature = "etcd")]
+    drop(etcd);
 }

@@ -12,6 +12,8 @@ use serde_json::value::RawValue;
 
 use super::errors::StorageError;
 
+mod compact;
+
 /// A JSON object whose members are kept raw and in order.
 struct OrderedObject(Vec<(String, Box<RawValue>)>);
 
@@ -57,8 +59,18 @@ fn invalid(err: impl fmt::Display) -> StorageError {
 }
 
 /// Rewrites `metadata.resourceVersion`: `Some(rv)` sets it to the decimal string, `None`
-/// removes it (upstream's `PrepareObjectForStorage`: objects are stored without it).
+/// removes it (upstream's `PrepareObjectForStorage`: objects are stored without it). Compact
+/// documents take a splicing fast path with the same result; this runs on every read and write.
 fn rewrite(obj: &[u8], rv: Option<u64>) -> Result<Bytes, StorageError> {
+    match compact::rewrite(obj, rv) {
+        Some(out) => Ok(out),
+        None => rewrite_general(obj, rv),
+    }
+}
+
+/// [`rewrite`] for any JSON object: decodes the members (keeping their values raw), edits and
+/// re-encodes them.
+fn rewrite_general(obj: &[u8], rv: Option<u64>) -> Result<Bytes, StorageError> {
     let mut top: OrderedObject = serde_json::from_slice(obj).map_err(invalid)?;
     let meta_index = top.0.iter().position(|(k, _)| k == "metadata");
     let mut meta = match meta_index {

@@ -40,16 +40,22 @@ pub struct Record {
 impl Record {
     /// Encodes as `tag, create_rev (big endian), value`.
     pub fn encode(&self) -> Vec<u8> {
-        let body = self.value.as_deref().unwrap_or_default();
-        let mut out = Vec::with_capacity(9 + body.len());
-        out.push(if self.value.is_some() {
+        let mut out = Vec::new();
+        Record::encode_into(self.create_rev, self.value.as_deref(), &mut out);
+        out
+    }
+
+    /// Encodes a record into `out` (cleared first), so the writer reuses one buffer.
+    pub fn encode_into(create_rev: u64, value: Option<&[u8]>, out: &mut Vec<u8>) {
+        out.clear();
+        out.reserve(9 + value.map_or(0, <[u8]>::len));
+        out.push(if value.is_some() {
             TAG_PUT
         } else {
             TAG_TOMBSTONE
         });
-        out.extend_from_slice(&self.create_rev.to_be_bytes());
-        out.extend_from_slice(body);
-        out
+        out.extend_from_slice(&create_rev.to_be_bytes());
+        out.extend_from_slice(value.unwrap_or_default());
     }
 
     /// Decodes a record.

@@ -2,6 +2,11 @@
 //! etcd's one global revision counter; concurrent requests queued while a commit is being
 //! fsynced are applied together in the next transaction (group commit), each with its own
 //! revision, and all acknowledged after the one durable commit.
+//!
+//! Durability: a request is answered only after `commit()` of a transaction with
+//! [`Durability::Immediate`] returned, i.e. after redb's fsync of that transaction completed.
+//! redb's default (one-phase, checksummed) commit needs a single `fdatasync` per commit; the
+//! writer keeps that default rather than two-phase commit, which would add a second one.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, mpsc as std_mpsc};
@@ -17,8 +22,10 @@ use super::layout::{
 use crate::storage::StorageError;
 use crate::storage::watch::RawEvent;
 
-/// Most requests applied in one transaction.
-const MAX_BATCH: usize = 512;
+/// Most requests applied in one transaction. Everything queued while the previous commit was
+/// being fsynced goes into the next one (one waiting request per concurrent client); the cap only
+/// bounds a transaction when clients queue faster than the writer drains.
+const MAX_BATCH: usize = 8192;
 
 /// What a write requires of the key's current state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,29 +83,49 @@ pub struct Request {
 
 struct Applied {
     outcome: Outcome,
-    event: Option<RawEvent>,
+    event: Option<Arc<RawEvent>>,
+}
+
+/// The counters as of the last durable commit; the writer is the only one changing them, so it
+/// need not re-read them in every transaction.
+#[derive(Clone, Copy)]
+struct Counters {
+    rev: u64,
+    compact: u64,
 }
 
 /// Runs the writer loop until every sender is gone.
 pub fn run(db: Arc<Database>, shared: Arc<Shared>, rx: std_mpsc::Receiver<Request>) {
+    // Read from the database (again) whenever a commit may have failed half-way.
+    let mut counters: Option<Counters> = None;
+    let mut ops = Vec::new();
+    let mut replies = Vec::new();
     while let Ok(first) = rx.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
+        ops.push(first.op);
+        replies.push(first.reply);
+        while ops.len() < MAX_BATCH {
             match rx.try_recv() {
-                Ok(r) => batch.push(r),
+                Ok(r) => {
+                    ops.push(r.op);
+                    replies.push(r.reply);
+                }
                 Err(_) => break,
             }
         }
-        let results = apply_batch(&db, &batch);
-        match results {
-            Ok(results) => {
+        let is_compact: Vec<bool> = ops
+            .iter()
+            .map(|op| matches!(op, Op::Compact { .. }))
+            .collect();
+        match apply_batch(&db, counters, ops.drain(..)) {
+            Ok((results, after)) => {
+                counters = Some(after);
                 // Publish in revision order, then acknowledge.
                 {
                     let _publishing = super::lock(&shared.publish_lock);
                     let mut last = None;
                     for r in results.iter().flatten() {
                         if let Some(ev) = &r.event {
-                            let _ = shared.bus.send(super::Bus::Event(Arc::new(ev.clone())));
+                            let _ = shared.bus.send(super::Bus::Event(ev.clone()));
                             last = Some(ev.rev);
                         }
                     }
@@ -106,21 +133,22 @@ pub fn run(db: Arc<Database>, shared: Arc<Shared>, rx: std_mpsc::Receiver<Reques
                         shared.current_rev.store(rev, Ordering::SeqCst);
                     }
                 }
-                for (req, res) in batch.into_iter().zip(results) {
-                    if let (Op::Compact { .. }, Ok(a)) = (&req.op, &res) {
+                for ((reply, res), compact) in replies.drain(..).zip(results).zip(&is_compact) {
+                    if let (true, Ok(a)) = (compact, &res) {
                         shared
                             .compact_rev
                             .fetch_max(a.outcome.rev, Ordering::SeqCst);
                     }
-                    let _ = req.reply.send(res.map(|a| a.outcome));
+                    let _ = reply.send(res.map(|a| a.outcome));
                 }
                 shared.healthy.store(true, Ordering::SeqCst);
             }
             Err(err) => {
+                counters = None;
                 shared.healthy.store(false, Ordering::SeqCst);
                 *super::lock(&shared.last_error) = Some(err.to_string());
-                for req in batch {
-                    let _ = req.reply.send(Err(err.clone()));
+                for reply in replies.drain(..) {
+                    let _ = reply.send(Err(err.clone()));
                 }
             }
         }
@@ -129,35 +157,51 @@ pub fn run(db: Arc<Database>, shared: Arc<Shared>, rx: std_mpsc::Receiver<Reques
 
 type BatchResult = Vec<Result<Applied, StorageError>>;
 
-fn apply_batch(db: &Database, batch: &[Request]) -> Result<BatchResult, StorageError> {
+fn apply_batch(
+    db: &Database,
+    counters: Option<Counters>,
+    batch: impl ExactSizeIterator<Item = Op>,
+) -> Result<(BatchResult, Counters), StorageError> {
     let mut txn = db.begin_write().map_err(db_err)?;
     txn.set_durability(Durability::Immediate).map_err(db_err)?;
     let mut results = Vec::with_capacity(batch.len());
+    let mut encoded = Vec::new();
+    let after;
     {
         let mut history = txn.open_table(HISTORY).map_err(db_err)?;
         let mut latest = txn.open_table(LATEST).map_err(db_err)?;
         let mut by_rev = txn.open_table(BY_REV).map_err(db_err)?;
-        let mut meta = txn.open_table(META).map_err(db_err)?;
-        let mut rev = super::layout::current_rev(&by_rev, &meta)?;
-        let mut compact = meta_get(&meta, META_COMPACT)?;
+        let Counters {
+            mut rev,
+            mut compact,
+        } = match counters {
+            Some(c) => c,
+            None => {
+                let meta = txn.open_table(META).map_err(db_err)?;
+                Counters {
+                    rev: super::layout::current_rev(&by_rev, &meta)?,
+                    compact: meta_get(&meta, META_COMPACT)?,
+                }
+            }
+        };
         let compact_before = compact;
-        for req in batch {
-            let res = match &req.op {
+        for op in batch {
+            let res = match op {
                 Op::Put { key, value, expect } => {
                     let current = latest.get(key.as_str()).map_err(db_err)?.map(|g| g.value());
                     match (expect, current) {
                         (Expect::Absent, Some(cur)) => Err(StorageError::KeyExists {
-                            key: key.clone(),
+                            key,
                             resource_version: cur,
                         }),
                         (Expect::AbsentOrConflict, Some(_)) => Err(StorageError::Conflict {
-                            key: key.clone(),
+                            key,
                             resource_version: 0,
                         }),
-                        (Expect::Rev(want), cur) if cur != Some(*want) => {
+                        (Expect::Rev(want), cur) if cur != Some(want) => {
                             Err(StorageError::Conflict {
-                                key: key.clone(),
-                                resource_version: *want,
+                                key,
+                                resource_version: want,
                             })
                         }
                         (_, cur) => {
@@ -171,12 +215,9 @@ fn apply_batch(db: &Database, batch: &[Request]) -> Result<BatchResult, StorageE
                             };
                             rev += 1;
                             let create_rev = prev.as_ref().map(|p| p.create_rev).unwrap_or(rev);
-                            let record = Record {
-                                create_rev,
-                                value: Some(value.to_vec()),
-                            };
+                            Record::encode_into(create_rev, Some(&value), &mut encoded);
                             history
-                                .insert((key.as_str(), rev), record.encode().as_slice())
+                                .insert((key.as_str(), rev), encoded.as_slice())
                                 .map_err(db_err)?;
                             latest.insert(key.as_str(), rev).map_err(db_err)?;
                             by_rev.insert(rev, key.as_str()).map_err(db_err)?;
@@ -186,12 +227,12 @@ fn apply_batch(db: &Database, batch: &[Request]) -> Result<BatchResult, StorageE
                                     rev,
                                     prev: prev.clone(),
                                 },
-                                event: Some(RawEvent {
-                                    key: key.clone(),
+                                event: Some(Arc::new(RawEvent {
+                                    key,
                                     rev,
-                                    value: Some(value.clone()),
+                                    value: Some(value),
                                     prev,
-                                }),
+                                })),
                             })
                         }
                     }
@@ -200,12 +241,12 @@ fn apply_batch(db: &Database, batch: &[Request]) -> Result<BatchResult, StorageE
                     let current = latest.get(key.as_str()).map_err(db_err)?.map(|g| g.value());
                     match current {
                         None => Err(StorageError::KeyNotFound {
-                            key: key.clone(),
+                            key,
                             resource_version: rev,
                         }),
-                        Some(cur) if cur != *expect_rev => Err(StorageError::Conflict {
-                            key: key.clone(),
-                            resource_version: *expect_rev,
+                        Some(cur) if cur != expect_rev => Err(StorageError::Conflict {
+                            key,
+                            resource_version: expect_rev,
                         }),
                         Some(cur) => {
                             let prev = history
@@ -214,12 +255,10 @@ fn apply_batch(db: &Database, batch: &[Request]) -> Result<BatchResult, StorageE
                                 .map(|g| Record::decode(g.value()))
                                 .transpose()?;
                             rev += 1;
-                            let record = Record {
-                                create_rev: prev.as_ref().map(|p| p.create_rev).unwrap_or(0),
-                                value: None,
-                            };
+                            let create_rev = prev.as_ref().map(|p| p.create_rev).unwrap_or(0);
+                            Record::encode_into(create_rev, None, &mut encoded);
                             history
-                                .insert((key.as_str(), rev), record.encode().as_slice())
+                                .insert((key.as_str(), rev), encoded.as_slice())
                                 .map_err(db_err)?;
                             latest.remove(key.as_str()).map_err(db_err)?;
                             by_rev.insert(rev, key.as_str()).map_err(db_err)?;
@@ -229,38 +268,38 @@ fn apply_batch(db: &Database, batch: &[Request]) -> Result<BatchResult, StorageE
                                     rev,
                                     prev: prev.clone(),
                                 },
-                                event: Some(RawEvent {
-                                    key: key.clone(),
+                                event: Some(Arc::new(RawEvent {
+                                    key,
                                     rev,
                                     value: None,
                                     prev,
-                                }),
+                                })),
                             })
                         }
                     }
                 }
                 Op::Compact { rev: target } => {
-                    if *target <= compact {
+                    if target <= compact {
                         Err(StorageError::Expired {
-                            requested: *target,
+                            requested: target,
                             current: compact,
                             message: format!(
                                 "mvcc: required revision has been compacted (compacted at {compact})"
                             ),
                             continue_token: None,
                         })
-                    } else if *target > rev {
+                    } else if target > rev {
                         Err(StorageError::TooLargeResourceVersion {
-                            requested: *target,
+                            requested: target,
                             current: rev,
                             retry_after_seconds: 0,
                         })
                     } else {
-                        compact_range(&mut history, &mut by_rev, compact, *target)?;
-                        compact = *target;
+                        compact_range(&mut history, &mut by_rev, compact, target)?;
+                        compact = target;
                         Ok(Applied {
                             outcome: Outcome {
-                                rev: *target,
+                                rev: target,
                                 prev: None,
                             },
                             event: None,
@@ -271,12 +310,14 @@ fn apply_batch(db: &Database, batch: &[Request]) -> Result<BatchResult, StorageE
             results.push(res);
         }
         if compact != compact_before {
+            let mut meta = txn.open_table(META).map_err(db_err)?;
             meta.insert(META_REV, rev).map_err(db_err)?;
             meta.insert(META_COMPACT, compact).map_err(db_err)?;
         }
+        after = Counters { rev, compact };
     }
     txn.commit().map_err(db_err)?;
-    Ok(results)
+    Ok((results, after))
 }
 
 /// Drops history no read or watch at or after `target` can need. For every key changed in

@@ -1,6 +1,8 @@
 //! `kube-apiserver`: a Kubernetes API server on the `apiserver` library.
 
 mod apis;
+mod bootstrap;
+mod install;
 mod logging;
 mod openapi;
 mod options;

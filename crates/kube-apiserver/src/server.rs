@@ -23,7 +23,13 @@ use apiserver::storage::factory::{StorageBackend, StorageOptions};
 use apiserver::storage::health::{PROBE_INTERVAL, storage_health_check};
 use tokio_util::sync::CancellationToken;
 
+use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
+use crate::install::install_builtin_apis;
 use crate::options::Options;
+
+/// The `kubernetes` service's cluster IP: the first address of the default
+/// `--service-cluster-ip-range` (10.0.0.0/24).
+pub const KUBERNETES_SERVICE_IP: &str = "10.0.0.1";
 
 /// The Kubernetes version this server speaks.
 pub const KUBERNETES_VERSION: &str = "v1.35.0";
@@ -227,6 +233,24 @@ pub async fn run(
         .complete()
         .new("kube-apiserver", Arc::new(not_found))
         .map_err(setup("creating the server"))?;
+    server.set_protobuf_decoder(std::sync::Arc::new(|body: &[u8]| {
+        apiserver::endpoints::protobuf::decode_kubernetes_protobuf(body)
+    }));
+    let stores = install_builtin_apis(&server, backend.storage.clone(), &backend.prefix)
+        .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
+    server
+        .add_post_start_hook(
+            "start-system-namespaces-controller",
+            system_namespaces_hook(&stores).map_err(StartError::Setup)?,
+        )
+        .map_err(setup("registering hooks"))?;
+    server
+        .add_post_start_hook(
+            "bootstrap-controller",
+            bootstrap_controller_hook(&stores, KUBERNETES_SERVICE_IP.to_string(), addr.port())
+                .map_err(StartError::Setup)?,
+        )
+        .map_err(setup("registering hooks"))?;
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

@@ -5,7 +5,6 @@
 //! [`ResourceDef`] into a generic store and installs it.
 
 // Wired into the server by `server.rs`; until then some items are only used by tests.
-#![allow(dead_code)]
 
 use std::sync::Arc;
 

@@ -362,6 +362,7 @@ pub const ATOMIC_STRUCTS: &[&str] = &[
 ];
 
 /// The extensions recorded for `definition.property`.
+#[cfg(test)]
 pub fn field_extensions(definition: &str, property: &str) -> Option<&'static FieldExtensions> {
     FIELD_EXTENSIONS
         .iter()

@@ -8,7 +8,6 @@
 //! `/openapi/v3/<gv-path>`; [`publish`] hands them to the library's `OpenApiService`.
 
 // Wired into the server by `server.rs` (not yet); the tests exercise everything meanwhile.
-#![cfg_attr(not(test), allow(dead_code))]
 
 pub mod extensions;
 pub mod paths;
@@ -83,6 +82,7 @@ impl ResourceSpec {
     }
 
     /// The group-version path of the v3 document (`api/v1`, `apis/apps/v1`).
+    #[cfg(test)]
     pub fn gv_path(&self) -> String {
         gv_path(&self.group, &self.version)
     }
@@ -104,8 +104,9 @@ pub struct OpenApiDocs {
     pub v3: BTreeMap<String, Value>,
 }
 
-/// The built-in resources of issue 4 with their subresources (a default for callers without a
-/// registry, and the test fixture).
+/// The built-in resources of issue 4 with their subresources (the test fixture; the server
+/// takes its list from the registry).
+#[cfg(test)]
 pub fn builtin_resources() -> Vec<ResourceSpec> {
     /// group, version, kind, resource, namespaced, subresources.
     type Row = (

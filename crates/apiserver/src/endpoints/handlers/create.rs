@@ -57,6 +57,7 @@ pub async fn create(
         &opts.field_manager,
         ManagedFieldsOperation::Update,
         &scope.subresource,
+        scope.storage.as_ref(),
     )?;
     let created = scope.storage.create(&parts.ctx, obj, &opts).await?;
     write_object(scope, StatusCode::CREATED, created, false, &output)

@@ -254,7 +254,14 @@ pub async fn patch(
         } else {
             ManagedFieldsOperation::Update
         };
-        update_managed_fields(current, &mut patched, &manager, operation, &subresource)?;
+        update_managed_fields(
+            current,
+            &mut patched,
+            &manager,
+            operation,
+            &subresource,
+            storage.as_ref(),
+        )?;
         Ok(patched)
     });
     let (obj, created) = scope

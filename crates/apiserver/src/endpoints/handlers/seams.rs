@@ -1,10 +1,11 @@
-//! Seams the server-side apply work plugs into (`crate::endpoints::apply`, built separately):
-//! managedFields bookkeeping on every write, and the apply patch itself. Until it lands, these
-//! keep the fields a client cannot lose and apply like a JSON merge patch.
+//! Where the REST handlers meet server-side apply (`crate::endpoints::apply`): managedFields
+//! bookkeeping on every write, and the apply patch itself.
 
 use serde_json::Value;
 
+use crate::endpoints::apply::{self, ApplySchema, DeducedSchema, OpenApiSchema};
 use crate::registry::Strategy;
+use crate::registry::rest::RestStorage;
 use crate::status::ApiError;
 
 /// The kind of write a managedFields entry records.
@@ -17,25 +18,42 @@ pub enum ManagedFieldsOperation {
 }
 
 /// Updates `new`'s `metadata.managedFields` for a write by `manager` (`old` is the current
-/// object, `None` on create). Replace the body with the server-side apply implementation's
-/// `update_managed_fields`. For now: an object that does not carry managedFields keeps the
-/// current ones, as upstream's field manager does when a client omits them.
+/// object, `None` on create): the manager owns what it changed (everything on create). An
+/// apply has already recorded its fields, so only `Update` writes are tracked here.
 pub fn update_managed_fields(
     old: Option<&Value>,
     new: &mut Value,
-    _manager: &str,
-    _operation: ManagedFieldsOperation,
+    manager: &str,
+    operation: ManagedFieldsOperation,
     _subresource: &str,
+    storage: &dyn RestStorage,
 ) -> Result<(), ApiError> {
-    let Some(previous) = old.and_then(|o| o.pointer("/metadata/managedFields")) else {
+    if operation == ManagedFieldsOperation::Apply {
         return Ok(());
-    };
-    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut)
-        && !meta.contains_key("managedFields")
-    {
-        meta.insert("managedFields".into(), previous.clone());
     }
+    let api_version = storage.info().api_version();
+    with_schema(storage.strategy(), |schema| {
+        apply::update_managed_fields(
+            old,
+            new,
+            manager,
+            apply::Operation::Update,
+            &api_version,
+            schema,
+        )
+    });
     Ok(())
+}
+
+/// Runs `f` with the apply schema of the strategy's OpenAPI definition, or a deduced one.
+fn with_schema<R>(strategy: Option<&dyn Strategy>, f: impl FnOnce(&dyn ApplySchema) -> R) -> R {
+    let schema = strategy.and_then(|s| s.patch_schema());
+    if let Some((document, definition)) = &schema
+        && let Some(openapi) = OpenApiSchema::for_definition(document, definition)
+    {
+        return f(&openapi);
+    }
+    f(&DeducedSchema)
 }
 
 /// One server-side apply request, as the PATCH handler hands it over.
@@ -54,16 +72,16 @@ pub struct ApplyRequest<'a> {
     pub strategy: &'a dyn Strategy,
 }
 
-/// Server-side apply: the object after applying. Replace the body with the server-side apply
-/// implementation's `apply`. For now: the applied object when creating, else the applied
-/// configuration merged into the current object like a JSON merge patch (no conflicts).
+/// Server-side apply (structured merge with managedFields, 409 on conflicts unless forced).
 pub fn apply(req: ApplyRequest<'_>) -> Result<Value, ApiError> {
-    match req.current {
-        None => Ok(req.applied.clone()),
-        Some(current) => {
-            let mut merged = current.clone();
-            json_patch::merge(&mut merged, req.applied);
-            Ok(merged)
-        }
-    }
+    let options = apply::ApplyOptions {
+        manager: req.manager,
+        force: req.force,
+        subresource: req.subresource,
+        ..Default::default()
+    };
+    with_schema(Some(req.strategy), |schema| {
+        apply::apply_with(req.current, req.applied, &options, schema)
+    })
+    .map_err(ApiError::from)
 }

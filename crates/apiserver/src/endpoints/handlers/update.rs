@@ -58,6 +58,7 @@ pub async fn update(
     );
     let manager = opts.field_manager.clone();
     let subresource = scope.subresource.clone();
+    let storage = scope.storage.clone();
     let update: UpdateFunc = Box::new(move |current| {
         let mut new = obj.clone();
         update_managed_fields(
@@ -66,6 +67,7 @@ pub async fn update(
             &manager,
             ManagedFieldsOperation::Update,
             &subresource,
+            storage.as_ref(),
         )?;
         Ok(new)
     });

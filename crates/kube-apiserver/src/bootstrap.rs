@@ -1,0 +1,107 @@
+//! What kube-apiserver creates on start: the system namespaces (upstream's
+//! `start-system-namespaces-controller`) and the `default` namespace with the `kubernetes`
+//! service (upstream's `bootstrap-controller`), as post-start hooks that write through the
+//! generic stores.
+
+use std::sync::Arc;
+
+use apiserver::registry::rest::{CreateOptions, RequestContext, RestStorage};
+use apiserver::registry::store::Store;
+use apiserver::server::hooks::PostStartHookFn;
+use apiserver::status::reason;
+use serde_json::{Value, json};
+
+use crate::install::Stores;
+
+/// Namespaces upstream creates besides `default`.
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
+async fn ensure(store: &Store, namespace: &str, obj: Value) -> Result<(), String> {
+    let ctx = RequestContext {
+        namespace: namespace.to_string(),
+        ..Default::default()
+    };
+    match store.create(&ctx, obj, &CreateOptions::default()).await {
+        Ok(_) => Ok(()),
+        Err(err) if err.reason() == reason::ALREADY_EXISTS => Ok(()),
+        Err(err) => Err(err.to_string()),
+    }
+}
+
+fn store(stores: &Stores, resource: &str) -> Result<Store, String> {
+    stores
+        .get(&(String::new(), resource.to_string()))
+        .cloned()
+        .ok_or_else(|| format!("no {resource} store installed"))
+}
+
+/// `start-system-namespaces-controller`: creates kube-system, kube-public and kube-node-lease.
+pub fn system_namespaces_hook(stores: &Stores) -> Result<PostStartHookFn, String> {
+    let namespaces = store(stores, "namespaces")?;
+    Ok(Arc::new(move |_ctx| {
+        let namespaces = namespaces.clone();
+        Box::pin(async move {
+            for name in SYSTEM_NAMESPACES {
+                ensure(
+                    &namespaces,
+                    "",
+                    json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+                )
+                .await?;
+            }
+            Ok(())
+        })
+    }))
+}
+
+/// `bootstrap-controller`: creates the `default` namespace and the `kubernetes` service in
+/// it, on the first address of the service cluster IP range.
+pub fn bootstrap_controller_hook(
+    stores: &Stores,
+    service_ip: String,
+    secure_port: u16,
+) -> Result<PostStartHookFn, String> {
+    let namespaces = store(stores, "namespaces")?;
+    let services = store(stores, "services")?;
+    Ok(Arc::new(move |_ctx| {
+        let namespaces = namespaces.clone();
+        let services = services.clone();
+        let service_ip = service_ip.clone();
+        Box::pin(async move {
+            ensure(
+                &namespaces,
+                "",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+            )
+            .await?;
+            ensure(
+                &services,
+                "default",
+                json!({
+                    "apiVersion": "v1",
+                    "kind": "Service",
+                    "metadata": {
+                        "name": "kubernetes",
+                        "namespace": "default",
+                        "labels": {"component": "apiserver", "provider": "kubernetes"}
+                    },
+                    "spec": {
+                        "type": "ClusterIP",
+                        "clusterIP": service_ip,
+                        "clusterIPs": [service_ip],
+                        "ipFamilies": ["IPv4"],
+                        "ipFamilyPolicy": "SingleStack",
+                        "sessionAffinity": "None",
+                        "ports": [{
+                            "name": "https",
+                            "port": 443,
+                            "protocol": "TCP",
+                            "targetPort": secure_port
+                        }]
+                    }
+                }),
+            )
+            .await
+        })
+    }))
+}

@@ -1,0 +1,185 @@
+//! Installs the built-in API: a generic store per resource (over a watch cache of the
+//! configured storage), its status subresource, the API groups with discovery, and the
+//! OpenAPI documents (which also give strategic merge patch its merge keys).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use apiserver::endpoints::openapi::OpenApiService;
+use apiserver::registry::rest::RestStorage;
+use apiserver::registry::store::{StatusStore, Store, attrs_func};
+use apiserver::registry::{
+    FieldError, ResourceInfo, SelectableFields, SharedStrategy, Strategy, TableColumn,
+};
+use apiserver::server::GenericApiServer;
+use apiserver::server::apis::{ApiGroupInfo, ApiGroupVersion};
+use apiserver::status::ApiError;
+use apiserver::storage::Storage;
+use apiserver::storage::cacher::{Cacher, CacherConfig};
+use serde_json::Value;
+
+use crate::apis::builtin_groups;
+use crate::openapi::{self, ResourceSpec};
+
+/// The stores of the installed resources, by `(group, resource)`.
+pub type Stores = BTreeMap<(String, String), Store>;
+
+/// A built-in strategy with the schema strategic merge patch reads merge keys from.
+struct WithPatchSchema {
+    inner: SharedStrategy,
+    document: Arc<Value>,
+    definition: String,
+}
+
+impl Strategy for WithPatchSchema {
+    fn info(&self) -> &ResourceInfo {
+        self.inner.info()
+    }
+    fn prepare_for_create(&self, obj: &mut Value) {
+        self.inner.prepare_for_create(obj)
+    }
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        self.inner.prepare_for_update(new, old)
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        self.inner.validate(obj)
+    }
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.inner.validate_update(new, old)
+    }
+    fn unknown_fields(&self, obj: &Value) -> Vec<String> {
+        self.inner.unknown_fields(obj)
+    }
+    fn tracks_generation(&self) -> bool {
+        self.inner.tracks_generation()
+    }
+    fn allow_create_on_update(&self) -> bool {
+        self.inner.allow_create_on_update()
+    }
+    fn allow_unconditional_update(&self) -> bool {
+        self.inner.allow_unconditional_update()
+    }
+    fn selectable_fields(&self, obj: &Value) -> SelectableFields {
+        self.inner.selectable_fields(obj)
+    }
+    fn table_columns(&self) -> Vec<TableColumn> {
+        self.inner.table_columns()
+    }
+    fn table_row(&self, obj: &Value) -> Vec<Value> {
+        self.inner.table_row(obj)
+    }
+    fn patch_schema(&self) -> Option<(Arc<Value>, String)> {
+        Some((self.document.clone(), self.definition.clone()))
+    }
+    fn supports_strategic_merge_patch(&self) -> bool {
+        self.inner.supports_strategic_merge_patch()
+    }
+    fn before_delete(&self, obj: &Value) -> Result<(), ApiError> {
+        self.inner.before_delete(obj)
+    }
+}
+
+/// The storage key root of a resource: `<prefix>/<resource>` as kube-apiserver lays keys out,
+/// except that `events.k8s.io` events (stored apart from core events here) get their group.
+fn key_root(prefix: &str, info: &ResourceInfo) -> String {
+    if info.group == "events.k8s.io" {
+        format!("{prefix}/{}/{}", info.group, info.resource)
+    } else {
+        format!("{prefix}/{}", info.resource)
+    }
+}
+
+/// Installs every built-in group on `server` over `storage` (keys under `prefix`) and serves
+/// their OpenAPI documents. Returns the stores (for bootstrap hooks and controllers).
+pub fn install_builtin_apis(
+    server: &GenericApiServer,
+    storage: Arc<dyn Storage>,
+    prefix: &str,
+) -> Result<Stores, String> {
+    let groups = builtin_groups();
+    let specs: Vec<ResourceSpec> = groups
+        .iter()
+        .flat_map(|g| g.versions.iter())
+        .flat_map(|(_, resources)| resources.iter())
+        .filter_map(|r| ResourceSpec::from_info(r.strategy.info(), &r.subresources))
+        .collect();
+    let docs = openapi::build(&specs);
+    let service = OpenApiService::new();
+    openapi::publish(&service, &docs);
+    service
+        .install(&server.handler().non_api_mux)
+        .map_err(|e| e.to_string())?;
+    let v2 = Arc::new(docs.v2);
+    let definitions: BTreeMap<(String, String, String), String> = specs
+        .iter()
+        .map(|s| {
+            (
+                (s.group.clone(), s.version.clone(), s.kind.clone()),
+                s.definition_name.clone(),
+            )
+        })
+        .collect();
+
+    let mut stores = Stores::new();
+    let mut legacy = None;
+    let mut named = Vec::new();
+    for group in groups {
+        let mut versions = Vec::new();
+        for (version, resources) in group.versions {
+            let mut gv = ApiGroupVersion {
+                version: version.to_string(),
+                resources: BTreeMap::new(),
+            };
+            for def in resources {
+                let info = def.strategy.info().clone();
+                let strategy: SharedStrategy = match definitions.get(&(
+                    info.group.clone(),
+                    info.version.clone(),
+                    info.kind.clone(),
+                )) {
+                    Some(definition) => Arc::new(WithPatchSchema {
+                        inner: def.strategy.clone(),
+                        document: v2.clone(),
+                        definition: definition.clone(),
+                    }),
+                    None => def.strategy.clone(),
+                };
+                let root = key_root(prefix, &info);
+                let mut cache_config = CacherConfig::new(&format!("{root}/"));
+                cache_config.get_attrs = attrs_func(strategy.clone());
+                let cached: Arc<dyn Storage> = Arc::new(Cacher::new(storage.clone(), cache_config));
+                let store = Store::new(strategy, cached, &root);
+                gv.resources.insert(
+                    info.resource.clone(),
+                    Arc::new(store.clone()) as Arc<dyn RestStorage>,
+                );
+                if def.subresources.contains(&"status") {
+                    gv.resources.insert(
+                        format!("{}/status", info.resource),
+                        Arc::new(StatusStore::new(&store)),
+                    );
+                }
+                stores.insert((info.group.clone(), info.resource.clone()), store);
+            }
+            versions.push(gv);
+        }
+        let info = ApiGroupInfo {
+            group: group.group.to_string(),
+            versions,
+        };
+        if group.group.is_empty() {
+            legacy = Some(info);
+        } else {
+            named.push(info);
+        }
+    }
+    if let Some(core) = legacy {
+        server
+            .install_legacy_api_group("/api", core)
+            .map_err(|e| e.to_string())?;
+    }
+    server
+        .install_api_groups(&named)
+        .map_err(|e| e.to_string())?;
+    Ok(stores)
+}

@@ -605,10 +605,9 @@ async fn kubectl_1_35_replace_overwrites_the_object_and_delete_removes_it() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn kubectl_1_35_get_watch_prints_an_object_another_kubectl_creates() {
-    let k = Kubectl::new(NEW).await;
-    let ns = namespace(&k, "e2e-watch").await;
+async fn get_watch_prints_an_object_another_kubectl_creates(name: &'static str, ns: &str) {
+    let k = Kubectl::new(name).await;
+    let ns = namespace(&k, ns).await;
     k.ok(&["create", "configmap", "before", "-n", &ns]).await;
 
     let watcher = k.spawn(&["get", "configmaps", "-n", &ns, "-w"]);
@@ -620,7 +619,7 @@ async fn kubectl_1_35_get_watch_prints_an_object_another_kubectl_creates() {
         })
         .await;
 
-    let other = Kubectl::new(NEW).await;
+    let other = Kubectl::new(name).await;
     other
         .ok(&[
             "create",
@@ -641,7 +640,17 @@ async fn kubectl_1_35_get_watch_prints_an_object_another_kubectl_creates() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn kubectl_1_35_explain_describes_deployment_spec_replicas() {
+async fn kubectl_1_35_get_watch_prints_an_object_another_kubectl_creates() {
+    get_watch_prints_an_object_another_kubectl_creates(NEW, "e2e-watch").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_20_get_watch_prints_an_object_another_kubectl_creates() {
+    get_watch_prints_an_object_another_kubectl_creates(OLD, "e2e-watch-old").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_35_explain_describes_deployment_spec_replicas_from_openapi_v3() {
     let k = Kubectl::new(NEW).await;
     let out = k.ok(&["explain", "deployment.spec.replicas"]).await;
     for needle in [
@@ -649,9 +658,93 @@ async fn kubectl_1_35_explain_describes_deployment_spec_replicas() {
         "KIND:       Deployment",
         "VERSION:    v1",
         "FIELD: replicas <integer>",
+        "Number of desired pods.",
     ] {
         assert!(out.contains(needle), "{needle:?} missing:\n{out}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_20_explain_describes_deployment_spec_replicas_from_protobuf_openapi_v2() {
+    let k = Kubectl::new(OLD).await;
+    let out = k.ok(&["explain", "deployment.spec.replicas"]).await;
+    for needle in [
+        "KIND:     Deployment",
+        "VERSION:  apps/v1",
+        "FIELD:    replicas <integer>",
+        "Number of desired pods.",
+    ] {
+        assert!(out.contains(needle), "{needle:?} missing:\n{out}");
+    }
+}
+
+async fn get_wide_shows_deployment_containers_images_and_selector(name: &'static str, ns: &str) {
+    let k = Kubectl::new(name).await;
+    let ns = namespace(&k, ns).await;
+    let out = k
+        .ok(&["create", "deployment", "web", "--image=nginx", "-n", &ns])
+        .await;
+    assert_eq!(out.trim(), "deployment.apps/web created");
+    let wide = k.ok(&["get", "deployments", "-n", &ns, "-o", "wide"]).await;
+    let rows: Vec<Vec<&str>> = wide
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ],
+        "{wide}"
+    );
+    // No controllers run, so nothing is ready; AGE (column 4) varies.
+    assert_eq!(rows.len(), 2, "{wide}");
+    assert_eq!(rows[1][..4], ["web", "0/1", "0", "0"], "{wide}");
+    assert_eq!(rows[1][5..], ["nginx", "nginx", "app=web"], "{wide}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_35_get_wide_shows_deployment_containers_images_and_selector() {
+    get_wide_shows_deployment_containers_images_and_selector(NEW, "e2e-wide").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_20_get_wide_shows_deployment_containers_images_and_selector() {
+    get_wide_shows_deployment_containers_images_and_selector(OLD, "e2e-wide-old").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_35_get_service_shows_the_bootstrap_kubernetes_service_as_cluster_ip_on_443() {
+    let k = Kubectl::new(NEW).await;
+    let out = k
+        .ok(&["get", "service", "kubernetes", "-n", "default"])
+        .await;
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ],
+        "{out}"
+    );
+    assert_eq!(rows[1][..2], ["kubernetes", "ClusterIP"], "{out}");
+    assert!(rows[1][2].parse::<std::net::Ipv4Addr>().is_ok(), "{out}");
+    assert_eq!(rows[1][3..5], ["<none>", "443/TCP"], "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -20,6 +20,9 @@ use serde_json::Value;
 
 use crate::apis::builtin_groups;
 use crate::openapi::{self, ResourceSpec};
+use crate::registry::namespace::{
+    FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
+};
 
 /// The stores of the installed resources, by `(group, resource)`.
 pub type Stores = BTreeMap<(String, String), Store>;
@@ -121,6 +124,7 @@ pub fn install_builtin_apis(
         .collect();
 
     let mut stores = Stores::new();
+    let namespaces: NamespaceCell = Arc::default();
     let mut legacy = None;
     let mut named = Vec::new();
     for group in groups {
@@ -149,10 +153,22 @@ pub fn install_builtin_apis(
                 cache_config.get_attrs = attrs_func(strategy.clone());
                 let cached: Arc<dyn Storage> = Arc::new(Cacher::new(storage.clone(), cache_config));
                 let store = Store::new(strategy, cached, &root);
-                gv.resources.insert(
-                    info.resource.clone(),
-                    Arc::new(store.clone()) as Arc<dyn RestStorage>,
-                );
+                let main: Arc<dyn RestStorage> =
+                    if info.group.is_empty() && info.resource == "namespaces" {
+                        gv.resources.insert(
+                            "namespaces/finalize".to_string(),
+                            Arc::new(FinalizeStorage::new(store.clone())),
+                        );
+                        Arc::new(NamespaceStorage::new(store.clone()))
+                    } else {
+                        Arc::new(store.clone())
+                    };
+                let main: Arc<dyn RestStorage> = if info.namespaced {
+                    Arc::new(LifecycleStorage::new(main, namespaces.clone()))
+                } else {
+                    main
+                };
+                gv.resources.insert(info.resource.clone(), main);
                 if def.subresources.contains(&"status") {
                     gv.resources.insert(
                         format!("{}/status", info.resource),
@@ -172,6 +188,9 @@ pub fn install_builtin_apis(
         } else {
             named.push(info);
         }
+    }
+    if let Some(store) = stores.get(&(String::new(), "namespaces".to_string())) {
+        let _ = namespaces.set(store.clone());
     }
     if let Some(core) = legacy {
         server

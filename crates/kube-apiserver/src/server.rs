@@ -251,6 +251,12 @@ pub async fn run(
                 .map_err(StartError::Setup)?,
         )
         .map_err(setup("registering hooks"))?;
+    server
+        .add_post_start_hook(
+            "namespace-controller",
+            crate::registry::namespace::namespace_controller_hook(stores.clone()),
+        )
+        .map_err(setup("registering hooks"))?;
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

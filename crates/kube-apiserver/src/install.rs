@@ -23,6 +23,7 @@ use crate::openapi::{self, ResourceSpec};
 use crate::registry::namespace::{
     FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
 };
+use crate::registry::scale::{SCALED, ScaleStorage};
 
 /// The stores of the installed resources, by `(group, resource)`.
 pub type Stores = BTreeMap<(String, String), Store>;
@@ -173,6 +174,12 @@ pub fn install_builtin_apis(
                     gv.resources.insert(
                         format!("{}/status", info.resource),
                         Arc::new(StatusStore::new(&store)),
+                    );
+                }
+                if SCALED.contains(&(info.group.as_str(), info.resource.as_str())) {
+                    gv.resources.insert(
+                        format!("{}/scale", info.resource),
+                        Arc::new(ScaleStorage::new(store.clone())),
                     );
                 }
                 stores.insert((info.group.clone(), info.resource.clone()), store);

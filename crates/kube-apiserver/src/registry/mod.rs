@@ -2,3 +2,4 @@
 //! behaviour: namespace lifecycle, the scale subresource and service cluster IPs.
 
 pub mod namespace;
+pub mod scale;

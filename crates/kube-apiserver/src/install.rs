@@ -24,6 +24,7 @@ use crate::registry::namespace::{
     FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
 };
 use crate::registry::scale::{SCALED, ScaleStorage};
+use crate::registry::service::{ServiceRange, ServiceStorage};
 
 /// The stores of the installed resources, by `(group, resource)`.
 pub type Stores = BTreeMap<(String, String), Store>;
@@ -99,6 +100,7 @@ pub fn install_builtin_apis(
     server: &GenericApiServer,
     storage: Arc<dyn Storage>,
     prefix: &str,
+    service_range: ServiceRange,
 ) -> Result<Stores, String> {
     let groups = builtin_groups();
     let specs: Vec<ResourceSpec> = groups
@@ -163,6 +165,12 @@ pub fn install_builtin_apis(
                         Arc::new(NamespaceStorage::new(store.clone()))
                     } else {
                         Arc::new(store.clone())
+                    };
+                let main: Arc<dyn RestStorage> =
+                    if info.group.is_empty() && info.resource == "services" {
+                        Arc::new(ServiceStorage::new(main, service_range))
+                    } else {
+                        main
                     };
                 let main: Arc<dyn RestStorage> = if info.namespaced {
                     Arc::new(LifecycleStorage::new(main, namespaces.clone()))

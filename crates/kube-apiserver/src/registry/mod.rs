@@ -3,3 +3,4 @@
 
 pub mod namespace;
 pub mod scale;
+pub mod service;

@@ -365,6 +365,35 @@ impl LifecycleStorage {
         self.admit(ctx, &obj).await?;
         self.inner.create(ctx, obj, opts).await
     }
+
+    /// A PUT or PATCH that may create (server-side apply, create-on-update resources) is
+    /// admitted as a create when the object does not exist yet.
+    async fn update_inner(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        update: UpdateFunc,
+        opts: &UpdateOptions,
+        force_allow_create: bool,
+    ) -> Result<(Value, bool), ApiError> {
+        let may_create = force_allow_create
+            || self
+                .inner
+                .strategy()
+                .is_some_and(|s| s.allow_create_on_update());
+        if may_create {
+            match self.inner.get(ctx, name, &GetOptions::default()).await {
+                Err(e) if e.code() == StatusCode::NOT_FOUND => {
+                    self.admit(ctx, &json!({"metadata": {"name": name}}))
+                        .await?;
+                }
+                _ => {}
+            }
+        }
+        self.inner
+            .update(ctx, name, update, opts, force_allow_create)
+            .await
+    }
 }
 
 impl RestStorage for LifecycleStorage {
@@ -412,8 +441,7 @@ impl RestStorage for LifecycleStorage {
         opts: &'a UpdateOptions,
         force_allow_create: bool,
     ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
-        self.inner
-            .update(ctx, name, update, opts, force_allow_create)
+        Box::pin(self.update_inner(ctx, name, update, opts, force_allow_create))
     }
     fn delete<'a>(
         &'a self,
@@ -669,6 +697,23 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.code(), StatusCode::NOT_FOUND);
+    }
+
+    #[tokio::test]
+    async fn create_through_update_in_missing_namespace_is_not_found() {
+        let f = fixture();
+        let err = f
+            .configmaps
+            .update(
+                &in_ns("nope"),
+                "c",
+                Box::new(|_| Ok(cm("c", json!([])))),
+                &UpdateOptions::default(),
+                true,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), r#"namespaces "nope" not found"#);
     }
 
     #[tokio::test]

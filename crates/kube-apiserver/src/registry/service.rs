@@ -123,71 +123,113 @@ impl ServiceStorage {
         mut obj: Value,
         opts: &CreateOptions,
     ) -> Result<Value, ApiError> {
-        let spec_type = obj
-            .pointer("/spec/type")
-            .and_then(Value::as_str)
-            .unwrap_or("ClusterIP");
-        if spec_type == "ExternalName" {
-            return self.inner.create(ctx, obj, opts).await;
-        }
-        let requested = obj
-            .pointer("/spec/clusterIP")
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .or_else(|| {
-                obj.pointer("/spec/clusterIPs/0")
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-            })
-            .map(str::to_string);
-        if requested.as_deref() == Some("None") {
-            set_ips(&mut obj, "None");
-            return self.inner.create(ctx, obj, opts).await;
-        }
         let _guard = self.lock.lock().await;
         let used = self.in_use().await?;
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let ip = match requested {
-            Some(text) => {
-                let reject = |why: String| {
-                    invalid(
-                        self.inner.info(),
-                        &name,
-                        &[FieldError::invalid(
-                            "spec.clusterIPs",
-                            json!([text]),
-                            &format!("failed to allocate IP {text}: {why}"),
-                        )],
-                    )
-                };
-                let ip: Ipv4Addr = text
-                    .parse()
-                    .map_err(|_| reject("must be a valid IP address".into()))?;
-                if !self.range.contains(ip) {
-                    return Err(reject(format!(
-                        "the provided IP ({ip}) is not in the valid range. The range of valid IPs is {}",
-                        self.range
-                    )));
-                }
-                if used.contains(&ip) {
-                    return Err(reject("provided IP is already allocated".into()));
-                }
-                ip
-            }
-            None => (u32::from(self.range.first()) + 1..=self.range.last())
-                .map(Ipv4Addr::from)
-                .find(|ip| !used.contains(ip))
-                .ok_or_else(|| {
-                    ApiError::internal("failed to allocate a serviceIP: range is full")
-                })?,
-        };
-        set_ips(&mut obj, &ip.to_string());
+        allocate(self.range, self.inner.info(), &mut obj, &used)?;
         self.inner.create(ctx, obj, opts).await
     }
+
+    /// PUT or PATCH: a create through update (server-side apply of a new service) allocates
+    /// like a create; so does a change away from ExternalName that leaves no cluster IP.
+    async fn update_inner(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        mut update: UpdateFunc,
+        opts: &UpdateOptions,
+        force_allow_create: bool,
+    ) -> Result<(Value, bool), ApiError> {
+        let _guard = self.lock.lock().await;
+        let used = self.in_use().await?;
+        let wrapped: UpdateFunc = {
+            let range = self.range;
+            let info = self.inner.info().clone();
+            Box::new(move |cur: Option<&Value>| {
+                let mut new = update(cur)?;
+                let had_ip = cur
+                    .and_then(|c| c.pointer("/spec/clusterIP"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|s| !s.is_empty());
+                if !had_ip {
+                    allocate(range, &info, &mut new, &used)?;
+                }
+                Ok(new)
+            })
+        };
+        self.inner
+            .update(ctx, name, wrapped, opts, force_allow_create)
+            .await
+    }
+}
+
+/// Sets the cluster IPs of a service being created (upstream's allocator): the requested
+/// one when free and in range, else the lowest free address after the first.
+fn allocate(
+    range: ServiceRange,
+    info: &ResourceInfo,
+    obj: &mut Value,
+    used: &BTreeSet<Ipv4Addr>,
+) -> Result<(), ApiError> {
+    let spec_type = obj
+        .pointer("/spec/type")
+        .and_then(Value::as_str)
+        .unwrap_or("ClusterIP");
+    if spec_type == "ExternalName" {
+        return Ok(());
+    }
+    let requested = obj
+        .pointer("/spec/clusterIP")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            obj.pointer("/spec/clusterIPs/0")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        })
+        .map(str::to_string);
+    if requested.as_deref() == Some("None") {
+        set_ips(obj, "None");
+        return Ok(());
+    }
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let ip = match requested {
+        Some(text) => {
+            let reject = |why: String| {
+                invalid(
+                    info,
+                    &name,
+                    &[FieldError::invalid(
+                        "spec.clusterIPs",
+                        json!([text]),
+                        &format!("failed to allocate IP {text}: {why}"),
+                    )],
+                )
+            };
+            let ip: Ipv4Addr = text
+                .parse()
+                .map_err(|_| reject("must be a valid IP address".into()))?;
+            if !range.contains(ip) {
+                return Err(reject(format!(
+                    "the provided IP ({ip}) is not in the valid range. The range of valid IPs is {}",
+                    range
+                )));
+            }
+            if used.contains(&ip) {
+                return Err(reject("provided IP is already allocated".into()));
+            }
+            ip
+        }
+        None => (u32::from(range.first()) + 1..=range.last())
+            .map(Ipv4Addr::from)
+            .find(|ip| !used.contains(ip))
+            .ok_or_else(|| ApiError::internal("failed to allocate a serviceIP: range is full"))?,
+    };
+    set_ips(obj, &ip.to_string());
+    Ok(())
 }
 
 fn set_ips(obj: &mut Value, ip: &str) {
@@ -248,8 +290,7 @@ impl RestStorage for ServiceStorage {
         opts: &'a UpdateOptions,
         force_allow_create: bool,
     ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
-        self.inner
-            .update(ctx, name, update, opts, force_allow_create)
+        Box::pin(self.update_inner(ctx, name, update, opts, force_allow_create))
     }
     fn delete<'a>(
         &'a self,
@@ -341,6 +382,35 @@ mod tests {
         assert!(err.to_string().contains(
             "the provided IP (10.1.0.5) is not in the valid range. The range of valid IPs is 10.0.0.0/24"
         ));
+    }
+
+    #[tokio::test]
+    async fn create_through_update_allocates() {
+        let (_d, s) = fixture("10.0.0.0/24");
+        let (v, created) = s
+            .update(
+                &ctx(),
+                "applied",
+                Box::new(|_| Ok(svc("applied", None))),
+                &UpdateOptions::default(),
+                true,
+            )
+            .await
+            .unwrap();
+        assert!(created);
+        assert_eq!(v["spec"]["clusterIP"], "10.0.0.2");
+        // An update that omits the IP keeps it.
+        let (v, _) = s
+            .update(
+                &ctx(),
+                "applied",
+                Box::new(|_| Ok(svc("applied", None))),
+                &UpdateOptions::default(),
+                false,
+            )
+            .await
+            .unwrap();
+        assert_eq!(v["spec"]["clusterIP"], "10.0.0.2");
     }
 
     #[tokio::test]

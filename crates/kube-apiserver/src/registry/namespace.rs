@@ -129,6 +129,19 @@ impl NamespaceStorage {
                 ));
             }
         }
+        // A second DELETE while the content is being removed: upstream answers 409.
+        if current
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null())
+        {
+            return Err(ApiError::conflict(
+                "",
+                "namespaces",
+                name,
+                "The system is ensuring all content is removed from this namespace.  Upon \
+                 completion, this namespace will automatically be purged by the system.",
+            ));
+        }
         if opts.is_dry_run() {
             let mut v = current;
             mark_terminating(&mut v)?;
@@ -151,7 +164,6 @@ fn mark_terminating(v: &mut Value) -> Result<(), ApiError> {
     if meta.get("deletionTimestamp").is_none_or(Value::is_null) {
         meta.insert("deletionTimestamp".into(), json!(now_rfc3339()));
     }
-    meta.insert("deletionGracePeriodSeconds".into(), json!(0));
     let status = obj
         .entry("status")
         .or_insert_with(|| json!({}))
@@ -653,6 +665,17 @@ mod tests {
         assert!(!deleted);
         assert_eq!(marked["status"]["phase"], "Terminating");
         assert!(marked["metadata"]["deletionTimestamp"].is_string());
+        let again = storage
+            .delete(&RequestContext::default(), "x", &DeleteOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(again.code(), StatusCode::CONFLICT);
+        assert_eq!(
+            again.to_string(),
+            "Operation cannot be fulfilled on namespaces \"x\": The system is ensuring all \
+             content is removed from this namespace.  Upon completion, this namespace will \
+             automatically be purged by the system."
+        );
 
         let err = f
             .configmaps

@@ -20,6 +20,11 @@ use serde_json::Value;
 
 use crate::apis::builtin_groups;
 use crate::openapi::{self, ResourceSpec};
+use crate::registry::namespace::{
+    FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
+};
+use crate::registry::scale::{SCALED, ScaleStorage};
+use crate::registry::service::{ServiceRange, ServiceStorage};
 
 /// The stores of the installed resources, by `(group, resource)`.
 pub type Stores = BTreeMap<(String, String), Store>;
@@ -95,6 +100,7 @@ pub fn install_builtin_apis(
     server: &GenericApiServer,
     storage: Arc<dyn Storage>,
     prefix: &str,
+    service_range: ServiceRange,
 ) -> Result<Stores, String> {
     let groups = builtin_groups();
     let specs: Vec<ResourceSpec> = groups
@@ -121,6 +127,7 @@ pub fn install_builtin_apis(
         .collect();
 
     let mut stores = Stores::new();
+    let namespaces: NamespaceCell = Arc::default();
     let mut legacy = None;
     let mut named = Vec::new();
     for group in groups {
@@ -149,14 +156,38 @@ pub fn install_builtin_apis(
                 cache_config.get_attrs = attrs_func(strategy.clone());
                 let cached: Arc<dyn Storage> = Arc::new(Cacher::new(storage.clone(), cache_config));
                 let store = Store::new(strategy, cached, &root);
-                gv.resources.insert(
-                    info.resource.clone(),
-                    Arc::new(store.clone()) as Arc<dyn RestStorage>,
-                );
+                let main: Arc<dyn RestStorage> =
+                    if info.group.is_empty() && info.resource == "namespaces" {
+                        gv.resources.insert(
+                            "namespaces/finalize".to_string(),
+                            Arc::new(FinalizeStorage::new(store.clone())),
+                        );
+                        Arc::new(NamespaceStorage::new(store.clone()))
+                    } else {
+                        Arc::new(store.clone())
+                    };
+                let main: Arc<dyn RestStorage> =
+                    if info.group.is_empty() && info.resource == "services" {
+                        Arc::new(ServiceStorage::new(main, service_range))
+                    } else {
+                        main
+                    };
+                let main: Arc<dyn RestStorage> = if info.namespaced {
+                    Arc::new(LifecycleStorage::new(main, namespaces.clone()))
+                } else {
+                    main
+                };
+                gv.resources.insert(info.resource.clone(), main);
                 if def.subresources.contains(&"status") {
                     gv.resources.insert(
                         format!("{}/status", info.resource),
                         Arc::new(StatusStore::new(&store)),
+                    );
+                }
+                if SCALED.contains(&(info.group.as_str(), info.resource.as_str())) {
+                    gv.resources.insert(
+                        format!("{}/scale", info.resource),
+                        Arc::new(ScaleStorage::new(store.clone())),
                     );
                 }
                 stores.insert((info.group.clone(), info.resource.clone()), store);
@@ -172,6 +203,9 @@ pub fn install_builtin_apis(
         } else {
             named.push(info);
         }
+    }
+    if let Some(store) = stores.get(&(String::new(), "namespaces".to_string())) {
+        let _ = namespaces.set(store.clone());
     }
     if let Some(core) = legacy {
         server

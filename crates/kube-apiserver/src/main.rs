@@ -6,6 +6,7 @@ mod install;
 mod logging;
 mod openapi;
 mod options;
+mod registry;
 mod server;
 
 use clap::Parser;

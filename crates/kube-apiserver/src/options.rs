@@ -251,6 +251,13 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_value = "AlwaysAllow", help_heading = "Authorization flags")]
     pub authorization_mode: Vec<String>,
 
+    // ----- Misc flags -----
+    /// A CIDR notation IP range from which to assign service cluster IPs. This must not
+    /// overlap with any IP ranges assigned to nodes or pods. Max of two dual-stack CIDRs is
+    /// allowed.
+    #[arg(long, default_value = "10.0.0.0/24", help_heading = "Misc flags")]
+    pub service_cluster_ip_range: String,
+
     // ----- Logs flags -----
     /// Number for the log level verbosity.
     #[arg(
@@ -324,6 +331,11 @@ impl Options {
         }
         if self.etcd_compaction_interval.negative {
             errors.push("--etcd-compaction-interval can not be negative value".into());
+        }
+        if let Err(e) =
+            crate::registry::service::ServiceRange::parse(&self.service_cluster_ip_range)
+        {
+            errors.push(format!("--service-cluster-ip-range: {e}"));
         }
         if !(0.0..=0.02).contains(&self.goaway_chance) || self.goaway_chance.is_nan() {
             errors.push("--goaway-chance can not be less than 0 or greater than 0.02".into());

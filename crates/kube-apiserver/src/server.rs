@@ -26,10 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
 use crate::install::install_builtin_apis;
 use crate::options::Options;
-
-/// The `kubernetes` service's cluster IP: the first address of the default
-/// `--service-cluster-ip-range` (10.0.0.0/24).
-pub const KUBERNETES_SERVICE_IP: &str = "10.0.0.1";
+use crate::registry::service::ServiceRange;
 
 /// The Kubernetes version this server speaks.
 pub const KUBERNETES_VERSION: &str = "v1.35.0";
@@ -236,8 +233,15 @@ pub async fn run(
     server.set_protobuf_decoder(std::sync::Arc::new(|body: &[u8]| {
         apiserver::endpoints::protobuf::decode_kubernetes_protobuf(body)
     }));
-    let stores = install_builtin_apis(&server, backend.storage.clone(), &backend.prefix)
-        .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
+    let service_range = ServiceRange::parse(&opts.service_cluster_ip_range)
+        .map_err(|e| StartError::Setup(format!("--service-cluster-ip-range: {e}")))?;
+    let stores = install_builtin_apis(
+        &server,
+        backend.storage.clone(),
+        &backend.prefix,
+        service_range,
+    )
+    .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
     server
         .add_post_start_hook(
             "start-system-namespaces-controller",
@@ -247,8 +251,14 @@ pub async fn run(
     server
         .add_post_start_hook(
             "bootstrap-controller",
-            bootstrap_controller_hook(&stores, KUBERNETES_SERVICE_IP.to_string(), addr.port())
+            bootstrap_controller_hook(&stores, service_range.first().to_string(), addr.port())
                 .map_err(StartError::Setup)?,
+        )
+        .map_err(setup("registering hooks"))?;
+    server
+        .add_post_start_hook(
+            "namespace-controller",
+            crate::registry::namespace::namespace_controller_hook(stores.clone()),
         )
         .map_err(setup("registering hooks"))?;
     let probes = CancellationToken::new();

@@ -2,6 +2,7 @@
 //! with upstream's 400 for undecodable values and its 422 option validation.
 
 use crate::registry::rest::{CreateOptions, DeleteOptions, GetOptions, ListOptions, UpdateOptions};
+use crate::registry::store::options as store_options;
 use crate::registry::{FieldError, ResourceInfo, invalid};
 use crate::request::requestinfo::parse_query;
 use crate::status::ApiError;
@@ -127,72 +128,12 @@ pub fn default_watch_list(opts: &mut ListOptions) {
 /// Upstream `ValidateListOptions` (the watch rules when `opts.watch`): 422
 /// `ListOptions.meta.k8s.io "" is invalid: …`.
 pub fn validate_list_options(opts: &ListOptions) -> Result<(), ApiError> {
-    let mut errs = Vec::new();
-    let rv_match = opts.resource_version_match.as_str();
+    // One set of rules for the handlers and the generic store.
     if opts.watch {
-        if opts.send_initial_events.is_some() && rv_match != "NotOlderThan" {
-            errs.push(FieldError::forbidden(
-                "resourceVersionMatch",
-                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-            ));
-        }
-        if !rv_match.is_empty() {
-            if opts.send_initial_events.is_none() {
-                errs.push(FieldError::forbidden(
-                    "resourceVersionMatch",
-                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                ));
-            }
-            if rv_match != "NotOlderThan" {
-                errs.push(FieldError::not_supported(
-                    "resourceVersionMatch",
-                    rv_match,
-                    &["NotOlderThan"],
-                ));
-            }
-            if !opts.continue_.is_empty() {
-                errs.push(FieldError::forbidden(
-                    "resourceVersionMatch",
-                    "resourceVersionMatch is forbidden when continue is provided",
-                ));
-            }
-        }
-        return check("ListOptions", errs);
+        store_options::validate_watch_options(opts)
+    } else {
+        store_options::validate_list_options(opts)
     }
-    if !rv_match.is_empty() {
-        if opts.resource_version.is_empty() {
-            errs.push(FieldError::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
-        }
-        if !opts.continue_.is_empty() {
-            errs.push(FieldError::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch is forbidden when continue is provided",
-            ));
-        }
-        if rv_match != "Exact" && rv_match != "NotOlderThan" {
-            errs.push(FieldError::not_supported(
-                "resourceVersionMatch",
-                rv_match,
-                &["Exact", "NotOlderThan", ""],
-            ));
-        }
-        if rv_match == "Exact" && opts.resource_version == "0" {
-            errs.push(FieldError::forbidden(
-                "resourceVersionMatch",
-                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-            ));
-        }
-    }
-    if opts.send_initial_events.is_some() {
-        errs.push(FieldError::forbidden(
-            "sendInitialEvents",
-            "sendInitialEvents is forbidden for list",
-        ));
-    }
-    check("ListOptions", errs)
 }
 
 /// `CreateOptions` from the query.
@@ -321,25 +262,7 @@ pub fn delete_options(query: &Query) -> Result<DeleteOptions, ApiError> {
 
 /// 422 `DeleteOptions.meta.k8s.io "" is invalid: …`.
 pub fn validate_delete_options(opts: &DeleteOptions) -> Result<(), ApiError> {
-    let mut errs = Vec::new();
-    if let (Some(_), Some(policy)) = (opts.orphan_dependents, &opts.propagation_policy) {
-        errs.push(FieldError::invalid(
-            "propagationPolicy",
-            policy.as_str(),
-            "orphanDependents and deletionPropagation cannot be both set",
-        ));
-    }
-    if let Some(policy) = &opts.propagation_policy
-        && !matches!(policy.as_str(), "Foreground" | "Background" | "Orphan")
-    {
-        errs.push(FieldError::not_supported(
-            "propagationPolicy",
-            policy.as_str(),
-            &["Foreground", "Background", "Orphan", "nil"],
-        ));
-    }
-    errs.extend(validate_dry_run(&opts.dry_run));
-    check("DeleteOptions", errs)
+    store_options::validate_delete_options(opts)
 }
 
 /// `includeObject` of a Table request.

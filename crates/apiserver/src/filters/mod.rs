@@ -48,6 +48,20 @@ pub type HttpService = BoxCloneSyncService<Request, Response, Infallible>;
 /// A boxed response future.
 pub type ResponseFuture = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
 
+/// The future of the rest of the chain ([`Next::run`]): the boxed service future, unwrapped
+/// without a further allocation.
+pub type NextFuture = futures::future::Map<
+    Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send + 'static>>,
+    fn(Result<Response, Infallible>) -> Response,
+>;
+
+fn unwrap_infallible(result: Result<Response, Infallible>) -> Response {
+    match result {
+        Ok(response) => response,
+        Err(never) => match never {},
+    }
+}
+
 /// Builds an [`HttpService`] from an async function.
 pub fn service_fn<F, Fut>(f: F) -> HttpService
 where
@@ -78,12 +92,11 @@ impl Next {
     ///
     /// `poll_ready` is skipped: every service of the chain (filters, handlers, the mux) is
     /// always ready, and calling directly saves an allocation per layer.
-    pub fn run(self, req: Request) -> ResponseFuture {
+    pub fn run(self, req: Request) -> NextFuture {
         let mut service = self.0;
-        Box::pin(service.call(req).map(|result| match result {
-            Ok(response) => response,
-            Err(never) => match never {},
-        }))
+        service
+            .call(req)
+            .map(unwrap_infallible as fn(Result<Response, Infallible>) -> Response)
     }
 }
 

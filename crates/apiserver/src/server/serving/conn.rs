@@ -319,14 +319,17 @@ pub(crate) async fn serve_connection<I>(
     // Go's ReadHeaderTimeout only concerns HTTP/1 request heads; IdleTimeout both protocols.
     let activity = Arc::new(Activity::new(shared.timeouts, is_h1));
     let close = info.close_connection.clone();
-    let handler = shared.handler.clone();
-    let svc_activity = activity.clone();
     let is_h2 = protocol == Protocol::Http2;
+    // hyper calls this on the connection's task (for HTTP/2, one task for every stream), so the
+    // call itself only clones one Arc; the per-request work runs in the request's own future.
+    let per_request = Arc::new((shared.handler.clone(), info, activity.clone()));
     let service = hyper::service::service_fn(move |req: http::Request<Incoming>| {
-        let guard = svc_activity.start();
-        let handler = handler.clone();
-        let info = info.clone();
+        let per_request = per_request.clone();
         async move {
+            let (handler, info, svc_activity) = &*per_request;
+            let guard = svc_activity.start();
+            let handler = handler.clone();
+            let info = info.clone();
             let close = info.close_connection.clone();
             let (parts, body) = req.into_parts();
             let mut req = http::Request::from_parts(parts, crate::body::boxed(body));

@@ -77,7 +77,9 @@ impl GroupVersionHandler {
     async fn serve(&self, req: Request) -> Response {
         let path = req.uri().path();
         if path == self.root || path.strip_suffix('/') == Some(self.root.as_str()) {
-            return crate::server::mux::dispatch(self.discovery.clone(), req).await;
+            return crate::filters::Next::new(self.discovery.clone())
+                .run(req)
+                .await;
         }
         let info = match req.extensions().get::<RequestInfo>() {
             Some(info) if info.is_resource_request => info.clone(),

@@ -8,7 +8,7 @@ use base64::Engine;
 use futures::future::Either;
 use http::{Version, header};
 
-use super::authorization::{internal_error, request_uri, status_response};
+use super::authorization::{internal_error, request_uri};
 use super::{Filter, Next};
 use crate::audit::FailedAuthenticationAuditor;
 use crate::authn::requestheader::RequestHeaderNames;
@@ -148,7 +148,7 @@ impl AuthenticationFilter {
                 "no RequestInfo found in the context",
             );
         }
-        status_response(&ApiError::unauthorized().0)
+        ApiError::unauthorized().into_response()
     }
 
     /// Authenticates; `Ok(user)` to continue, or the 401 response.

@@ -10,7 +10,7 @@ use http::{HeaderValue, StatusCode, header};
 use super::{Filter, Next};
 use crate::audit::AuditContext;
 use crate::authz::{Attributes, Authorizer, Decision};
-use crate::body::{Request, Response, full, go_http_error};
+use crate::body::{Request, Response, go_http_error};
 use crate::request::{RequestInfo, RequestUser};
 use crate::status::{Status, StatusDetails, qualified_resource, reason};
 
@@ -191,21 +191,10 @@ pub fn forbidden_status(attrs: &Attributes, why: &str) -> Status {
 
 /// The 403 response: [`forbidden_status`] as JSON with `X-Content-Type-Options: nosniff`.
 pub fn forbidden(attrs: &Attributes, why: &str) -> Response {
-    let mut response = status_response(&forbidden_status(attrs, why));
+    let mut response = forbidden_status(attrs, why).into_response();
     response.headers_mut().insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
-    );
-    response
-}
-
-/// A Status as a JSON response, escaped the way Go's JSON encoder escapes HTML characters.
-pub(crate) fn status_response(status: &Status) -> Response {
-    let mut response = http::Response::new(full(status.to_json_line()));
-    *response.status_mut() = status.http_code();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
     );
     response
 }

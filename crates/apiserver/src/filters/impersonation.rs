@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures::future::Either;
 use http::HeaderMap;
 
-use super::authorization::{forbidden, internal_error, request_uri, status_response};
+use super::authorization::{forbidden, internal_error, request_uri};
 use super::{Filter, Next};
 use crate::audit::AuditContext;
 use crate::authn::unescape_extra_key;
@@ -184,8 +184,8 @@ fn clear_impersonation_headers(headers: &mut HeaderMap) {
 impl ImpersonationFilter {
     /// The impersonated user, `Ok(None)` when nothing is impersonated, or the response to send.
     fn impersonate(&self, req: &Request) -> Result<Option<UserInfo>, Box<Response>> {
-        let requests = impersonation_requests(req.headers())
-            .map_err(|err| Box::new(status_response(&err.0)))?;
+        let requests =
+            impersonation_requests(req.headers()).map_err(|err| Box::new(err.into_response()))?;
         if requests.is_empty() {
             return Ok(None);
         }

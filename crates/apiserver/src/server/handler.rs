@@ -5,8 +5,9 @@
 use std::sync::Arc;
 
 use crate::body::Request;
+use crate::filters::Next;
 use crate::filters::{HttpService, service_fn};
-use crate::server::mux::{PathRecorderMux, dispatch};
+use crate::server::mux::PathRecorderMux;
 use arc_swap::ArcSwap;
 
 /// The API web-service roots (`/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`,
@@ -100,7 +101,7 @@ impl ApiServerHandler {
                 let target = api_routes
                     .lookup(req.uri().path())
                     .unwrap_or_else(|| mux.service());
-                dispatch(target, req)
+                Next::new(target).run(req)
             })
         };
         let full_handler_chain = build_chain(director.clone());

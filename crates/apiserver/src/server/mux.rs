@@ -9,11 +9,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use futures::FutureExt;
-use tower::ServiceExt;
 
 use crate::body::{Request, Response, go_not_found};
-use crate::filters::{HttpService, ResponseFuture, service_fn};
+use crate::filters::{HttpService, Next, service_fn};
 
 /// Errors from registering a path.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -163,13 +161,13 @@ impl PathRecorderMux {
 
     /// Routes one request.
     pub async fn serve(&self, req: Request) -> Response {
-        dispatch(self.handler_for(req.uri().path()), req).await
+        Next::new(self.handler_for(req.uri().path())).run(req).await
     }
 
     /// The mux as a service; it always consults the current handler table.
     pub fn service(&self) -> HttpService {
         let mux = self.clone();
-        service_fn(move |req: Request| dispatch(mux.handler_for(req.uri().path()), req))
+        service_fn(move |req: Request| Next::new(mux.handler_for(req.uri().path())).run(req))
     }
 
     fn check_prefix(&self, path: &str) -> Result<(), MuxError> {
@@ -211,16 +209,6 @@ impl PathRecorderMux {
     }
 }
 
-/// Calls `handler`. Written with combinators rather than an `async` block: a generator holding
-/// the boxed service trips rustc's higher-ranked `Send` check on the `dyn Error` lifetime in
-/// [`Request`], while the plain `Oneshot` future is `Send` structurally.
-pub(crate) fn dispatch(handler: HttpService, req: Request) -> ResponseFuture {
-    Box::pin(handler.oneshot(req).map(|result| match result {
-        Ok(response) => response,
-        Err(never) => match never {},
-    }))
-}
-
 /// Upstream's `byPrefixPriority` key: number of `/`, then length, then the string itself;
 /// matching walks prefixes from the highest key down.
 fn prefix_priority(prefix: &str) -> (usize, usize, &str) {
@@ -249,6 +237,7 @@ mod tests {
     use crate::body::{empty, full};
     use http::StatusCode;
     use http_body_util::BodyExt;
+    use tower::ServiceExt;
 
     fn named(name: &'static str) -> HttpService {
         service_fn(move |_req: Request| async move { http::Response::new(full(name)) })

@@ -11,7 +11,7 @@ use super::aggregated_types::{APIGroupDiscoveryList, APIVersionDiscovery, Discov
 use super::*;
 use crate::body::empty;
 use crate::filters::HttpService;
-use crate::server::mux::{PathRecorderMux, dispatch};
+use crate::server::mux::PathRecorderMux;
 
 const AGG_V2: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 const AGG_V2BETA1: &str =
@@ -35,8 +35,10 @@ async fn request(
     for (name, value) in headers {
         builder = builder.header(*name, *value);
     }
-    // `dispatch` returns a boxed `Send` future, which the multi-threaded test needs.
-    let response = dispatch(service.clone(), builder.body(empty()).unwrap()).await;
+    // `Next::run` returns a `Send` future, which the multi-threaded test needs.
+    let response = crate::filters::Next::new(service.clone())
+        .run(builder.body(empty()).unwrap())
+        .await;
     let status = response.status();
     let headers = response.headers().clone();
     let body = response.into_body().collect().await.unwrap().to_bytes();

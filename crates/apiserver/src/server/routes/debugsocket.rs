@@ -15,7 +15,7 @@ use tokio_util::task::TaskTracker;
 use super::flags::{FlagSetter, install_debug_flags};
 use super::profiling::install_profiling;
 use crate::body::Response;
-use crate::server::mux::{PathRecorderMux, dispatch};
+use crate::server::mux::PathRecorderMux;
 
 /// Errors starting the debug socket.
 #[derive(Debug, thiserror::Error)]
@@ -110,7 +110,9 @@ fn handle(mux: &PathRecorderMux, req: http::Request<hyper::body::Incoming>) -> H
     let req = req.map(crate::body::boxed);
     let handler = mux.handler_for(req.uri().path());
     Box::pin(
-        dispatch(handler, req).map(ok_response as fn(Response) -> Result<Response, Infallible>),
+        crate::filters::Next::new(handler)
+            .run(req)
+            .map(ok_response as fn(Response) -> Result<Response, Infallible>),
     )
 }
 

@@ -270,23 +270,6 @@ impl http_body::Body for TrackedBody {
     }
 }
 
-/// Runs the handler. A separate non-async function keeps the handler's future type out of the
-/// connection's service future (whose `Send` proof otherwise fails on higher-ranked lifetimes).
-fn dispatch(handler: HttpService, req: crate::body::Request) -> crate::filters::ResponseFuture {
-    let mut handler = handler;
-    Box::pin(async move {
-        let ready = std::future::poll_fn(|cx| tower::Service::poll_ready(&mut handler, cx)).await;
-        let result = match ready {
-            Ok(()) => tower::Service::call(&mut handler, req).await,
-            Err(never) => match never {},
-        };
-        match result {
-            Ok(response) => response,
-            Err(never) => match never {},
-        }
-    })
-}
-
 /// Whether a `Connection` header asks to close the connection.
 fn asks_close(value: &HeaderValue) -> bool {
     value
@@ -334,7 +317,7 @@ pub(crate) async fn serve_connection<I>(
             let (parts, body) = req.into_parts();
             let mut req = http::Request::from_parts(parts, crate::body::boxed(body));
             req.extensions_mut().insert(info);
-            let response = dispatch(handler, req).await;
+            let response = crate::filters::Next::new(handler).run(req).await;
             let (mut parts, body) = response.into_parts();
             // HTTP/2 has no `Connection` header (hyper would strip it with a warning); Go turns
             // `Connection: close` on an h2 response into a GOAWAY, so do that instead.

@@ -100,14 +100,21 @@ impl Client {
         config
     }
 
-    /// Opens a new connection.
-    pub async fn connect(&self, proto: Proto) -> std::io::Result<Conn> {
+    /// Opens a TLS connection offering `proto` in ALPN (for raw HTTP in tests).
+    pub async fn connect_tls(
+        &self,
+        proto: Proto,
+    ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
         let tcp = TcpStream::connect(self.addr).await?;
         let connector = TlsConnector::from(Arc::new(self.tls_config(proto)));
         let name = ServerName::try_from(self.server_name.clone())
             .map_err(|e| std::io::Error::other(e.to_string()))?;
-        let tls = connector.connect(name, tcp).await?;
-        let io = TokioIo::new(tls);
+        connector.connect(name, tcp).await
+    }
+
+    /// Opens a new connection.
+    pub async fn connect(&self, proto: Proto) -> std::io::Result<Conn> {
+        let io = TokioIo::new(self.connect_tls(proto).await?);
         match proto {
             Proto::H1 => {
                 let (sender, conn) = http1::handshake(io).await.map_err(std::io::Error::other)?;

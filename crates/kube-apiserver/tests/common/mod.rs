@@ -4,6 +4,8 @@
 
 #![allow(dead_code)]
 
+// The library's black-box test client, shared rather than copied.
+#[path = "../../../apiserver/tests/common/client.rs"]
 pub mod client;
 
 use std::io::{BufRead, BufReader, Read};

@@ -341,7 +341,7 @@ pub(crate) async fn serve_connection<I>(
         Protocol::Http2 => &shared.h2,
     };
     let io = TimedIo {
-        inner: io,
+        inner: super::linger::LingeringClose::new(io),
         activity: is_h1.then(|| activity.clone()),
     };
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);

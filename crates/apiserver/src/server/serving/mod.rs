@@ -16,6 +16,7 @@ mod conn;
 mod dynamic_certs;
 mod insecure;
 pub mod kubeconfig;
+mod linger;
 pub mod selfsigned;
 mod server;
 mod sni;

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use apiserver::audit::{AuditOptions, Auditor};
 use apiserver::authn::{AuthenticatorOptions, build_authenticator};
 use apiserver::authz::{AuthorizationMode, build_authorizer};
+use apiserver::endpoints::discovery::{Addresses, DiscoveryManager};
 use apiserver::request::requestinfo::LongRunningRequestCheck;
 use apiserver::server::routes::flags::FlagSetter;
 use apiserver::server::routes::notfound::not_found_handler;
@@ -99,6 +100,34 @@ fn write_kubeconfig(
         &read(key)?,
     )
     .map_err(setup("writing the admin kubeconfig"))
+}
+
+/// Settings every server of the chain shares: how requests are classified and limited, and
+/// what `/version` says (upstream copies the generic config for each server).
+fn apply_shared_settings(config: &mut Config, opts: &Options) {
+    // kube-apiserver's long-running requests.
+    config.long_running_check = LongRunningRequestCheck::basic(
+        &["watch", "proxy"],
+        &["attach", "exec", "proxy", "log", "portforward"],
+    );
+    config.version = VersionInfo::for_build(
+        KUBERNETES_VERSION,
+        option_env!("APISERVER_GIT_COMMIT").unwrap_or("unknown"),
+        option_env!("APISERVER_BUILD_DATE").unwrap_or("1970-01-01T00:00:00Z"),
+    );
+    config.request_timeout = opts.request_timeout.get();
+    config.min_request_timeout =
+        std::time::Duration::from_secs(u64::try_from(opts.min_request_timeout).unwrap_or(0));
+    config.max_request_body_bytes = usize::try_from(opts.max_request_body_bytes).unwrap_or(0);
+}
+
+/// The configuration of a server the aggregator delegates to: it never listens, authenticates
+/// or filters (the running server's handler chain has done that); what it contributes is its
+/// routes, hooks, health checks and mux-complete signals.
+fn delegate_config(opts: &Options) -> Config {
+    let mut config = Config::new(None);
+    apply_shared_settings(&mut config, opts);
+    config
 }
 
 /// Builds the server from `opts` and runs it until `stop`.
@@ -200,10 +229,6 @@ pub async fn run(
     config.max_requests_in_flight = usize::try_from(opts.max_requests_inflight).unwrap_or(0);
     config.max_mutating_requests_in_flight =
         usize::try_from(opts.max_mutating_requests_inflight).unwrap_or(0);
-    config.request_timeout = opts.request_timeout.get();
-    config.min_request_timeout =
-        std::time::Duration::from_secs(u64::try_from(opts.min_request_timeout).unwrap_or(0));
-    config.max_request_body_bytes = usize::try_from(opts.max_request_body_bytes).unwrap_or(0);
     config.livez_grace_period = opts.livez_grace_period.get();
     config.shutdown_delay_duration = opts.shutdown_delay_duration.get();
     config.shutdown_send_retry_after = opts.shutdown_send_retry_after;
@@ -213,23 +238,24 @@ pub async fn run(
     config.enable_profiling = opts.profiling;
     config.debug_socket_path = opts.debug_socket_path.clone();
     config.verbosity_setter = Some(verbosity);
-    // kube-apiserver's long-running requests.
-    config.long_running_check = LongRunningRequestCheck::basic(
-        &["watch", "proxy"],
-        &["attach", "exec", "proxy", "log", "portforward"],
-    );
-    config.version = VersionInfo::for_build(
-        KUBERNETES_VERSION,
-        option_env!("APISERVER_GIT_COMMIT").unwrap_or("unknown"),
-        option_env!("APISERVER_BUILD_DATE").unwrap_or("1970-01-01T00:00:00Z"),
-    );
+    apply_shared_settings(&mut config, &opts);
 
-    // The end of the chain answers 503 until every path is installed, then 404.
+    // The chain, as upstream's CreateServerChain builds it: the aggregator runs and serves;
+    // paths it does not serve fall through to the kube API server, then to the apiextensions
+    // server, then to the not-found handler (503 until every path is installed, then 404).
+    // All three advertise through one discovery manager, so /api and /apis list every group.
+    let discovery = DiscoveryManager::new(Addresses::new(addr.to_string()));
     let not_found = EmptyDelegate::with_handler(not_found_handler());
-    let server = config
+    let apiextensions = delegate_config(&opts)
         .complete()
-        .new("kube-apiserver", Arc::new(not_found))
+        .new("apiextensions-apiserver", Arc::new(not_found))
+        .map_err(setup("creating the apiextensions server"))?;
+    apiextensions.share_discovery(discovery.clone());
+    let server = delegate_config(&opts)
+        .complete()
+        .new("kube-apiserver", Arc::new(apiextensions.clone()))
         .map_err(setup("creating the server"))?;
+    server.share_discovery(discovery.clone());
     server.set_protobuf_decoder(std::sync::Arc::new(|body: &[u8]| {
         apiserver::endpoints::protobuf::decode_kubernetes_protobuf(body)
     }));
@@ -269,6 +295,12 @@ pub async fn run(
             probes.clone(),
         )])
         .map_err(setup("registering the storage health check"))?;
+    let aggregator = config
+        .complete()
+        .new("kube-aggregator", Arc::new(server.clone()))
+        .map_err(setup("creating the aggregator"))?;
+    aggregator.share_discovery(discovery);
+    let server = aggregator;
     let result = server.prepare_run().run(stop).await;
     probes.cancel();
     drop(backend);

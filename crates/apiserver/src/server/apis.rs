@@ -133,6 +133,13 @@ impl GenericApiServer {
             .is_ok()
     }
 
+    /// Makes the server advertise through `manager`, shared with the other servers of a chain so
+    /// that `/api` and `/apis` list every server's groups (upstream's aggregator merges them);
+    /// `false` when the discovery manager already exists (call it before installing groups).
+    pub fn share_discovery(&self, manager: DiscoveryManager) -> bool {
+        self.inner.apis.discovery.set(manager).is_ok()
+    }
+
     /// Plugs in the decoder of `application/vnd.kubernetes.protobuf` request bodies, for every
     /// installed resource (before or after installation). Without one they get 415.
     pub fn set_protobuf_decoder(&self, decoder: ProtobufDecoder) {

@@ -41,7 +41,9 @@ pub enum NewServerError {
     Route(String),
 }
 
-/// One generic API server.
+/// One generic API server. Cloning shares it (a chain keeps using a server after handing it to
+/// the server that delegates to it).
+#[derive(Clone)]
 pub struct GenericApiServer {
     pub(crate) inner: Arc<ServerInner>,
 }

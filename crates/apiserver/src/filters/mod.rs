@@ -128,15 +128,19 @@ impl<F: Filter> Layer<HttpService> for FilterLayer<F> {
     fn layer(&self, inner: HttpService) -> HttpService {
         BoxCloneSyncService::new(FilterService {
             filter: self.0.clone(),
-            next: inner,
+            next: Arc::new(inner),
         })
     }
 }
 
 /// A filter applied to the rest of the chain.
+///
+/// The rest of the chain sits behind an `Arc`, so cloning a `FilterService` (which a boxed
+/// service does once per request) is shallow: cloning the boxed `next` then copies one layer,
+/// not every layer below it (which made a request cost a quadratic number of allocations).
 pub struct FilterService<F> {
     filter: Arc<F>,
-    next: HttpService,
+    next: Arc<HttpService>,
 }
 
 impl<F> Clone for FilterService<F> {
@@ -158,7 +162,7 @@ impl<F: Filter> Service<Request> for FilterService<F> {
     }
 
     fn call(&mut self, req: Request) -> Self::Future {
-        let fut = self.filter.call(req, Next(self.next.clone()));
+        let fut = self.filter.call(req, Next(HttpService::clone(&self.next)));
         Box::pin(async move { Ok(fut.await) })
     }
 }

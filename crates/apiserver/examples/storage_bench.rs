@@ -368,6 +368,35 @@ mod etcd_bench {
         }
         rate(ops, start.elapsed())
     }
+
+    /// Creates `ops` keys from `concurrency` tasks with the request the backend sends for a
+    /// create (a txn: put if the key's mod revision is 0), through raw etcd-client.
+    pub async fn raw_txn_create(url: &str, ops: usize, concurrency: usize) -> f64 {
+        use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+        static RUN: AtomicU64 = AtomicU64::new(0);
+        let run = RUN.fetch_add(1, Ordering::Relaxed);
+        let c = etcd_client::Client::connect([url], None).await.unwrap();
+        let value = obj("x", "0");
+        let start = Instant::now();
+        let mut tasks = Vec::new();
+        for t in 0..concurrency {
+            let mut kv = c.kv_client();
+            let value = value.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in (t..ops).step_by(concurrency) {
+                    let key = format!("/rawtxn{run}/o{i}");
+                    let txn = Txn::new()
+                        .when([Compare::mod_revision(key.clone(), CompareOp::Equal, 0)])
+                        .and_then([TxnOp::put(key, value.to_vec(), None)]);
+                    assert!(kv.txn(txn).await.unwrap().succeeded());
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        rate(ops, start.elapsed())
+    }
 }
 
 #[tokio::main]
@@ -402,7 +431,7 @@ async fn main() {
         let n = ops.max(4 * c);
         // Each store in turn, `repeat` rounds, the median of each column: the disk's fsync
         // latency on a shared machine drifts from second to second.
-        let mut samples: Vec<[f64; 6]> = Vec::new();
+        let mut samples: Vec<[f64; 7]> = Vec::new();
         for round in 0..repeat {
             let raw = raw_redb(n, c);
             let dir = tempfile::tempdir().unwrap();
@@ -413,11 +442,12 @@ async fn main() {
             }
             drop(emb);
             #[allow(unused_mut)]
-            let mut sample = [raw, ec, eu, f64::NAN, f64::NAN, f64::NAN];
+            let mut sample = [raw, ec, eu, f64::NAN, f64::NAN, f64::NAN, f64::NAN];
             #[cfg(feature = "etcd")]
             if let Some(etcd) = &etcd {
                 use apiserver::storage::backends::{EtcdConfig, EtcdStorage};
                 let raw_etcd = etcd_bench::raw_put(&etcd.url, n, c).await;
+                let raw_txn = etcd_bench::raw_txn_create(&etcd.url, n, c).await;
                 let s: Arc<dyn Storage> = Arc::new(
                     EtcdStorage::connect(EtcdConfig {
                         endpoints: vec![etcd.url.clone()],
@@ -431,7 +461,7 @@ async fn main() {
                 if c == 1 && round == 0 {
                     reads("etcd backend", s.as_ref(), &bucket, n).await;
                 }
-                sample[3..].copy_from_slice(&[raw_etcd, xc, xu]);
+                sample[3..].copy_from_slice(&[raw_etcd, xc, xu, raw_txn]);
             }
             samples.push(sample);
         }
@@ -440,7 +470,7 @@ async fn main() {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        let etcd_row = (!median(3).is_nan()).then(|| (median(3), median(4), median(5)));
+        let etcd_row = (!median(3).is_nan()).then(|| (median(3), median(4), median(5), median(6)));
         table.push((c, median(0), median(1), median(2), etcd_row));
     }
     let counts = args
@@ -456,18 +486,19 @@ async fn main() {
     println!("Writes: median of {repeat} rounds, max(--ops, 4 x writers) objects per round.");
     println!();
     println!(
-        "| writers | raw redb insert/s | embedded create/s | embedded update/s | embedded create vs raw redb | raw etcd-client put/s | etcd backend create/s | etcd backend update/s | etcd backend create vs raw etcd | embedded vs etcd backend (create) | embedded vs etcd backend (update) |"
+        "| writers | raw redb insert/s | embedded create/s | embedded update/s | embedded create vs raw redb | raw etcd-client put/s | raw etcd-client txn create/s | etcd backend create/s | etcd backend update/s | etcd backend create vs raw put | etcd backend create vs raw txn | embedded vs etcd backend (create) | embedded vs etcd backend (update) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (c, raw, ec, eu, etcd_row) in &table {
         let etcd_cols = match etcd_row {
-            Some((re, xc, xu)) => format!(
-                "{re:.0} | {xc:.0} | {xu:.0} | {:.0}% | {:.1}x | {:.1}x",
+            Some((re, xc, xu, rt)) => format!(
+                "{re:.0} | {rt:.0} | {xc:.0} | {xu:.0} | {:.0}% | {:.0}% | {:.1}x | {:.1}x",
                 xc / re * 100.0,
+                xc / rt * 100.0,
                 ec / xc,
                 eu / xu
             ),
-            None => "- | - | - | - | - | -".into(),
+            None => "- | - | - | - | - | - | - | -".into(),
         };
         println!(
             "| {c} | {raw:.0} | {ec:.0} | {eu:.0} | {:.0}% | {etcd_cols} |",

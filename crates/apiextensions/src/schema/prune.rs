@@ -1,0 +1,153 @@
+//! Pruning of unknown fields (upstream `pruning/algorithm.go`) and the coercion of
+//! `metadata` to ObjectMeta's fields (upstream `objectmeta/coerce.go`).
+
+use serde_json::{Map, Value};
+
+use super::node::Node;
+
+/// The fields of ObjectMeta: a resource's `metadata` keeps only these (upstream decodes it
+/// into the typed ObjectMeta, which drops the rest).
+const OBJECT_META_FIELDS: [&str; 16] = [
+    "name",
+    "generateName",
+    "namespace",
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "labels",
+    "annotations",
+    "ownerReferences",
+    "finalizers",
+    "managedFields",
+    "clusterName",
+];
+
+fn is_meta(k: &str) -> bool {
+    matches!(k, "apiVersion" | "kind" | "metadata")
+}
+
+struct Pruner {
+    unknown: Vec<String>,
+}
+
+fn join(parent: &str, k: &str) -> String {
+    if parent.is_empty() {
+        k.to_string()
+    } else {
+        format!("{parent}.{k}")
+    }
+}
+
+/// Prunes `obj` (a whole resource, so its root is treated as an embedded resource) and
+/// returns the pruned paths, sorted (`spec.foo`, `metadata.bar`).
+pub(crate) fn prune_resource(obj: &mut Value, root: &Node) -> Vec<String> {
+    let mut p = Pruner {
+        unknown: Vec::new(),
+    };
+    p.prune(obj, Some(root), "", true);
+    p.unknown.sort();
+    p.unknown
+}
+
+impl Pruner {
+    fn prune(&mut self, x: &mut Value, s: Option<&Node>, path: &str, embedded_root: bool) {
+        if let Some(s) = s
+            && s.preserve_unknown()
+        {
+            self.skip_prune(x, s, path, embedded_root);
+            return;
+        }
+        match x {
+            Value::Object(map) => {
+                let Some(s) = s else {
+                    for k in map.keys() {
+                        self.unknown.push(join(path, k));
+                    }
+                    map.clear();
+                    return;
+                };
+                let embedded = embedded_root || s.x_embedded_resource;
+                if embedded {
+                    self.coerce_metadata(map, path);
+                }
+                let keys: Vec<String> = map.keys().cloned().collect();
+                for k in keys {
+                    if embedded && is_meta(&k) {
+                        continue;
+                    }
+                    let child = join(path, &k);
+                    if let Some(prop) = s.properties.get(&k) {
+                        if let Some(v) = map.get_mut(&k) {
+                            self.prune(v, Some(prop), &child, false);
+                        }
+                    } else if s.has_additional() {
+                        if let Some(v) = map.get_mut(&k) {
+                            self.prune(v, s.additional_schema(), &child, false);
+                        }
+                    } else {
+                        if !is_meta(&k) || !path.is_empty() {
+                            self.unknown.push(child);
+                        }
+                        map.remove(&k);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                let item_schema = s.and_then(|s| s.items.as_deref());
+                for (i, v) in items.iter_mut().enumerate() {
+                    self.prune(v, item_schema, &format!("{path}[{i}]"), false);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn skip_prune(&mut self, x: &mut Value, s: &Node, path: &str, embedded_root: bool) {
+        match x {
+            Value::Object(map) => {
+                let embedded = embedded_root || s.x_embedded_resource;
+                if embedded {
+                    self.coerce_metadata(map, path);
+                }
+                for (k, v) in map.iter_mut() {
+                    if embedded && is_meta(k) {
+                        continue;
+                    }
+                    let child = join(path, k);
+                    if let Some(prop) = s.properties.get(k) {
+                        self.prune(v, Some(prop), &child, false);
+                    } else if s.has_additional() {
+                        self.prune(v, s.additional_schema(), &child, false);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                if let Some(item_schema) = s.items.as_deref() {
+                    for (i, v) in items.iter_mut().enumerate() {
+                        self.skip_prune(v, item_schema, &format!("{path}[{i}]"), false);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Drops the fields of an embedded resource's `metadata` that ObjectMeta does not have.
+    fn coerce_metadata(&mut self, map: &mut Map<String, Value>, path: &str) {
+        let Some(Value::Object(meta)) = map.get_mut("metadata") else {
+            return;
+        };
+        let prefix = join(path, "metadata");
+        meta.retain(|k, _| {
+            let known = OBJECT_META_FIELDS.contains(&k.as_str());
+            if !known {
+                self.unknown.push(format!("{prefix}.{k}"));
+            }
+            known
+        });
+    }
+}

@@ -1,0 +1,704 @@
+//! Tables ported from upstream's schema tests (structural validation, pruning,
+//! defaulting, custom resource validation, list types, embedded resources).
+
+use serde_json::{Value, json};
+
+use super::Structural;
+use super::node::Node;
+
+fn node(schema: Value) -> Node {
+    Node::parse(&schema, "").unwrap()
+}
+
+/// A Structural without the structural checks (upstream's tests build Structurals by hand).
+fn raw(schema: Value) -> Structural {
+    Structural { root: node(schema) }
+}
+
+fn sorted(errs: Vec<apiserver::registry::FieldError>) -> Vec<String> {
+    let mut v: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    v.sort();
+    v
+}
+
+fn sorted_str(v: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn structural_errors() {
+    let p = "spec.versions[0].schema.openAPIV3Schema";
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (json!({"type": "object"}), vec![]),
+        (
+            json!({}),
+            vec![
+                "spec.versions[0].schema.openAPIV3Schema.type: Required value: must not be empty at the root",
+            ],
+        ),
+        (
+            json!({"type": "string"}),
+            vec![
+                r#"spec.versions[0].schema.openAPIV3Schema.type: Invalid value: "string": must be object at the root"#,
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"spec": {"properties": {"a": {"type": "array"}}}}}),
+            vec![
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[a].items: Required value: must be specified",
+                "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields",
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"l": {"type": "array", "items": {}}}}),
+            vec![
+                "spec.versions[0].schema.openAPIV3Schema.properties[l].items.type: Required value: must not be empty for specified array items",
+            ],
+        ),
+        (
+            json!({"type": "object", "additionalProperties": {"type": "string"}}),
+            vec![
+                "spec.versions[0].schema.openAPIV3Schema.additionalProperties: Forbidden: must not be used at the root",
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"x": {"x-kubernetes-int-or-string": true, "x-kubernetes-preserve-unknown-fields": true}}}),
+            vec![
+                "spec.versions[0].schema.openAPIV3Schema.properties[x].x-kubernetes-preserve-unknown-fields: Invalid value: true: must be false if x-kubernetes-int-or-string is true",
+            ],
+        ),
+        // int-or-string with its anyOf pattern is structural.
+        (
+            json!({"type": "object", "properties": {"x": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]}}}),
+            vec![],
+        ),
+        (
+            json!({"type": "object", "properties": {"x": {"type": "string", "anyOf": [{"type": "integer"}, {"description": "d", "default": 1}]}}}),
+            vec![
+                "spec.versions[0].schema.openAPIV3Schema.properties[x].anyOf[0].type: Forbidden: must be empty to be structural",
+                "spec.versions[0].schema.openAPIV3Schema.properties[x].anyOf[1].default: Forbidden: must be undefined to be structural",
+                "spec.versions[0].schema.openAPIV3Schema.properties[x].anyOf[1].description: Forbidden: must be empty to be structural",
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"foo": {"type": "string"}}, "allOf": [{"properties": {"foo": {}, "bar": {"items": {}}}}]}),
+            vec![
+                "spec.versions[0].schema.openAPIV3Schema.properties[bar]: Required value: because it is defined in spec.versions[0].schema.openAPIV3Schema.allOf[0].properties[bar]",
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"e": {"type": "object", "x-kubernetes-embedded-resource": true}}}),
+            vec![
+                "spec.versions[0].schema.openAPIV3Schema.properties[e].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"e": {"type": "string", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}}}),
+            vec![
+                r#"spec.versions[0].schema.openAPIV3Schema.properties[e].type: Invalid value: "string": must be object if x-kubernetes-embedded-resource is true"#,
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"kind": {"type": "integer"}, "metadata": {"type": "object", "properties": {"name": {"type": "string"}, "labels": {"type": "object"}}}}}),
+            vec![
+                r#"spec.versions[0].schema.openAPIV3Schema.properties[kind].type: Invalid value: "integer": must be string"#,
+                "spec.versions[0].schema.openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified",
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 10}}}}}),
+            vec![],
+        ),
+        (
+            json!({"type": "object", "properties": {"s": {"type": "object", "properties": {"x": {"type": "string"}}, "not": {"properties": {"metadata": {}}}}}}),
+            vec![
+                // Upstream checks completeness only for the root's value validations.
+                "spec.versions[0].schema.openAPIV3Schema.properties[s].not.properties[metadata]: Forbidden: must not be specified in a nested context",
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "+"}}}),
+            vec![
+                r#"spec.versions[0].schema.openAPIV3Schema.properties[s].pattern: Invalid value: "+": must be a valid regular expression, but isn't: error parsing regexp: missing argument to repetition operator: `+`"#,
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"x": {"$ref": "#/definitions/foo"}}}),
+            vec![
+                r#"spec.versions[0].schema.openAPIV3Schema: Invalid value: "": OpenAPIV3Schema '$ref' is not supported"#,
+            ],
+        ),
+        (
+            json!({"type": "object", "properties": {"x": {"type": "array", "items": [{"type": "string"}, {"type": "string"}]}}}),
+            vec![
+                r#"spec.versions[0].schema.openAPIV3Schema: Invalid value: "": OpenAPIV3Schema 'items' must be a schema, but is an array"#,
+            ],
+        ),
+    ];
+    for (schema, want) in cases {
+        let got = match Structural::new(&schema, p) {
+            Ok(_) => Vec::new(),
+            Err(errs) => sorted(errs),
+        };
+        assert_eq!(got, sorted_str(&want), "{schema}");
+    }
+}
+
+#[test]
+fn defaulting_ported() {
+    let cases: Vec<(&str, Value, Value, Value)> = vec![
+        ("scalar", json!({"default": "foo"}), json!(4), json!(4)),
+        (
+            "object array",
+            json!({"items": {"properties": {"a": {"default": "A"}, "b": {"default": "B"}, "c": {"default": "C"}}}}),
+            json!([{"a": 1}, {"b": 1}, {"c": 1}]),
+            json!([{"a": 1, "b": "B", "c": "C"}, {"a": "A", "b": 1, "c": "C"}, {"a": "A", "b": "B", "c": 1}]),
+        ),
+        (
+            "object array object",
+            json!({"properties": {
+                "array": {"items": {"properties": {"a": {"default": "A"}, "b": {"default": "B"}}}},
+                "object": {"properties": {"a": {"default": "N"}, "b": {"default": "O"}}},
+                "additionalProperties": {"additionalProperties": {"properties": {"a": {"default": "alpha"}, "b": {"default": "beta"}}}},
+                "foo": {"default": "bar"}
+            }}),
+            json!({"array": [{"a": 1}, {"b": 2}], "object": {"a": 1}, "additionalProperties": {"x": {"a": 1}, "y": {"b": 2}}}),
+            json!({"array": [{"a": 1, "b": "B"}, {"a": "A", "b": 2}], "object": {"a": 1, "b": "O"}, "additionalProperties": {"x": {"a": 1, "b": "beta"}, "y": {"a": "alpha", "b": 2}}, "foo": "bar"}),
+        ),
+        (
+            "empty and null",
+            json!({"items": {"properties": {"a": {"default": "A"}}}}),
+            json!([{}, {"a": 1}, {"a": 0}, {"a": 0.0}, {"a": ""}, {"a": null}, {"a": []}, {"a": {}}]),
+            json!([{"a": "A"}, {"a": 1}, {"a": 0}, {"a": 0.0}, {"a": ""}, {"a": "A"}, {"a": []}, {"a": {}}]),
+        ),
+        (
+            "null in nullable list",
+            json!({"nullable": true, "items": {"properties": {"a": {"default": "A"}}}}),
+            json!([null]),
+            json!([null]),
+        ),
+        (
+            "null in non-nullable list",
+            json!({"items": {"default": "A"}}),
+            json!([null]),
+            json!(["A"]),
+        ),
+        (
+            "null in nullable object",
+            json!({"properties": {"a": {"nullable": true, "default": "A"}}}),
+            json!({"a": null}),
+            json!({"a": null}),
+        ),
+        (
+            "null in non-nullable object",
+            json!({"properties": {"a": {"default": "A"}}}),
+            json!({"a": null}),
+            json!({"a": "A"}),
+        ),
+        (
+            "null in nullable map",
+            json!({"additionalProperties": {"nullable": true, "properties": {"a": {"default": "A"}}}}),
+            json!({"a": null}),
+            json!({"a": null}),
+        ),
+        (
+            "null in non-nullable map",
+            json!({"additionalProperties": {"default": "A"}}),
+            json!({"a": null}),
+            json!({"a": "A"}),
+        ),
+    ];
+    for (name, schema, input, want) in cases {
+        let mut x = input;
+        super::defaults::default(&mut x, Some(&node(schema)));
+        assert_eq!(x, want, "{name}");
+    }
+}
+
+#[test]
+fn apply_defaults_prunes_non_nullable_nulls() {
+    let s = raw(json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {
+            "a": {"type": "string"},
+            "b": {"type": "string", "nullable": true},
+            "c": {"type": "integer", "default": 3},
+            "d": {"type": "object", "properties": {"e": {"type": "string", "default": "x"}}}
+        }}
+    }}));
+    let mut obj = json!({"spec": {"a": null, "b": null, "c": null, "d": {}}});
+    s.apply_defaults(&mut obj);
+    assert_eq!(obj, json!({"spec": {"b": null, "c": 3, "d": {"e": "x"}}}));
+}
+
+#[test]
+fn pruning_ported() {
+    let cases: Vec<(&str, Value, Value, Value, Vec<&str>)> = vec![
+        (
+            "unknown fields at the root and below",
+            json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}),
+            json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n"}, "spec": {"a": "x", "b": 1}, "status": {}}),
+            json!({"apiVersion": "a/v1", "kind": "K", "metadata": {"name": "n"}, "spec": {"a": "x"}}),
+            vec!["spec.b", "status"],
+        ),
+        (
+            "preserve unknown fields",
+            json!({"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"o": {"type": "object", "properties": {"a": {"type": "string"}}}}}}}),
+            json!({"spec": {"free": {"x": 1}, "o": {"a": "1", "b": "2"}}}),
+            json!({"spec": {"free": {"x": 1}, "o": {"a": "1"}}}),
+            vec!["spec.o.b"],
+        ),
+        (
+            "arrays and maps",
+            json!({"type": "object", "properties": {
+                "l": {"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
+                "m": {"type": "object", "additionalProperties": {"type": "object", "properties": {"a": {"type": "string"}}}},
+                "anything": {"type": "object", "additionalProperties": true}
+            }}),
+            json!({"l": [{"a": "x", "b": "y"}, {"c": 1}], "m": {"k": {"a": "1", "z": 2}}, "anything": {"deep": {"x": 1}}}),
+            json!({"l": [{"a": "x"}, {}], "m": {"k": {"a": "1"}}, "anything": {"deep": {}}}),
+            vec!["anything.deep.x", "l[0].b", "l[1].c", "m.k.z"],
+        ),
+        (
+            "embedded resource keeps its type meta and cuts metadata to ObjectMeta",
+            json!({"type": "object", "properties": {"e": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"spec": {"type": "object"}}}}}),
+            json!({"metadata": {"name": "a", "bogus": 1}, "e": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "foo": 1}, "spec": {"x": 1}, "status": {}}}),
+            json!({"metadata": {"name": "a"}, "e": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}}),
+            vec!["e.metadata.foo", "e.spec.x", "e.status", "metadata.bogus"],
+        ),
+        (
+            "nested type meta is pruned outside embedded resources",
+            json!({"type": "object", "properties": {"spec": {"type": "object"}}}),
+            json!({"spec": {"kind": "x", "apiVersion": "y", "metadata": {}}}),
+            json!({"spec": {}}),
+            vec!["spec.apiVersion", "spec.kind", "spec.metadata"],
+        ),
+        (
+            "preserve unknown fields at the root",
+            json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"spec": {"type": "object", "properties": {"a": {"type": "string"}}}}}),
+            json!({"foo": 1, "spec": {"a": "x", "b": 1}}),
+            json!({"foo": 1, "spec": {"a": "x"}}),
+            vec!["spec.b"],
+        ),
+    ];
+    for (name, schema, input, want, want_paths) in cases {
+        let s = raw(schema);
+        let mut x = input;
+        let paths = s.prune(&mut x);
+        assert_eq!(x, want, "{name}");
+        assert_eq!(paths, want_paths, "{name}");
+    }
+}
+
+fn object_schema(props: Value) -> Structural {
+    raw(json!({"type": "object", "properties": props}))
+}
+
+#[test]
+fn validation_ported() {
+    let int_or_string = object_schema(json!({"field": {"x-kubernetes-int-or-string": true}}));
+    let any_of = object_schema(
+        json!({"field": {"nullable": true, "x-kubernetes-int-or-string": true,
+        "anyOf": [{"type": "integer"}, {"type": "string"}]}}),
+    );
+    let all_of = object_schema(
+        json!({"field": {"nullable": true, "x-kubernetes-int-or-string": true,
+        "allOf": [{"anyOf": [{"type": "integer"}, {"type": "string"}]}]}}),
+    );
+    let cases: Vec<(&str, Structural, Value, Vec<&str>)> = vec![
+        (
+            "object",
+            object_schema(json!({"field": {"type": "object"}})),
+            json!({"field": "foo"}),
+            vec![
+                r#"field: Invalid value: "string": field in body must be of type object: "string""#,
+            ],
+        ),
+        (
+            "object int",
+            object_schema(json!({"field": {"type": "object"}})),
+            json!({"field": 42}),
+            vec![
+                r#"field: Invalid value: "integer": field in body must be of type object: "integer""#,
+            ],
+        ),
+        (
+            "object float",
+            object_schema(json!({"field": {"type": "object"}})),
+            json!({"field": 1.2}),
+            vec![
+                r#"field: Invalid value: "number": field in body must be of type object: "number""#,
+            ],
+        ),
+        (
+            "object null",
+            object_schema(json!({"field": {"type": "object"}})),
+            json!({"field": null}),
+            vec![r#"field: Invalid value: "null": field in body must be of type object: "null""#],
+        ),
+        (
+            "nullable object",
+            object_schema(json!({"field": {"type": "object", "nullable": true}})),
+            json!({"field": null}),
+            vec![],
+        ),
+        (
+            "int-or-string ok",
+            int_or_string.clone(),
+            json!({"field": 42}),
+            vec![],
+        ),
+        (
+            "int-or-string ok string",
+            int_or_string.clone(),
+            json!({"field": "foo"}),
+            vec![],
+        ),
+        (
+            "int-or-string null",
+            int_or_string.clone(),
+            json!({"field": null}),
+            vec![
+                r#"field: Invalid value: "null": field in body must be of type integer,string: "null""#,
+            ],
+        ),
+        (
+            "int-or-string bool",
+            int_or_string.clone(),
+            json!({"field": true}),
+            vec![
+                r#"field: Invalid value: "boolean": field in body must be of type integer,string: "boolean""#,
+            ],
+        ),
+        (
+            "int-or-string float",
+            int_or_string.clone(),
+            json!({"field": 1.2}),
+            vec![
+                r#"field: Invalid value: "number": field in body must be of type integer,string: "number""#,
+            ],
+        ),
+        (
+            "anyOf ok null",
+            any_of.clone(),
+            json!({"field": null}),
+            vec![],
+        ),
+        (
+            "anyOf bool",
+            any_of.clone(),
+            json!({"field": true}),
+            vec![
+                r#"<nil>: Invalid value: "": "field" must validate at least one schema (anyOf)"#,
+                r#"field: Invalid value: "boolean": field in body must be of type integer,string: "boolean""#,
+                r#"field: Invalid value: "boolean": field in body must be of type integer: "boolean""#,
+            ],
+        ),
+        (
+            "anyOf float",
+            any_of.clone(),
+            json!({"field": 1.2}),
+            vec![
+                r#"<nil>: Invalid value: "": "field" must validate at least one schema (anyOf)"#,
+                r#"field: Invalid value: "number": field in body must be of type integer,string: "number""#,
+                r#"field: Invalid value: "number": field in body must be of type integer: "number""#,
+                r#"<nil>: Invalid value: "": Checked value must be of type integer (default format) in field"#,
+            ],
+        ),
+        (
+            "allOf array",
+            all_of.clone(),
+            json!({"field": []}),
+            vec![
+                r#"<nil>: Invalid value: "": "field" must validate all the schemas (allOf). None validated"#,
+                r#"<nil>: Invalid value: "": "field" must validate at least one schema (anyOf)"#,
+                r#"field: Invalid value: "array": field in body must be of type integer,string: "array""#,
+                r#"field: Invalid value: "array": field in body must be of type integer: "array""#,
+            ],
+        ),
+        (
+            "invalid regex",
+            object_schema(json!({"field": {"type": "string", "pattern": "+"}})),
+            json!({"field": "foo"}),
+            vec![
+                "field: Invalid value: \"foo\": field in body should match '+, but pattern is invalid: error parsing regexp: missing argument to repetition operator: `+`'",
+            ],
+        ),
+        (
+            "required",
+            raw(
+                json!({"type": "object", "required": ["field"], "properties": {"field": {"type": "object", "required": ["nested"], "properties": {"nested": {}}}}}),
+            ),
+            json!({"test": "a"}),
+            vec!["field: Required value"],
+        ),
+        (
+            "required nested",
+            raw(
+                json!({"type": "object", "required": ["field"], "properties": {"field": {"type": "object", "required": ["nested"], "properties": {"nested": {}}}}}),
+            ),
+            json!({"field": {}}),
+            vec!["field.nested: Required value"],
+        ),
+        (
+            "enum",
+            object_schema(
+                json!({"field": {"type": "object", "required": ["nestedint", "nestedstring"], "properties": {
+                "nestedint": {"type": "integer", "enum": [1, 2]}, "nestedstring": {"type": "string", "enum": ["a", "b"]}}}}),
+            ),
+            json!({"field": {"nestedint": "x", "nestedstring": true}}),
+            vec![
+                r#"field.nestedint: Invalid value: "string": field.nestedint in body must be of type integer: "string""#,
+                r#"field.nestedint: Unsupported value: "x": supported values: "1", "2""#,
+                r#"field.nestedstring: Invalid value: "boolean": field.nestedstring in body must be of type string: "boolean""#,
+                r#"field.nestedstring: Unsupported value: true: supported values: "a", "b""#,
+            ],
+        ),
+        (
+            "maxProperties",
+            object_schema(json!({"fieldX": {"type": "object", "maxProperties": 2}})),
+            json!({"fieldX": {"a": true, "b": true, "c": true}}),
+            vec!["fieldX: Too many: 3: must have at most 2 items"],
+        ),
+        (
+            "maxItems",
+            object_schema(
+                json!({"fieldX": {"type": "array", "maxItems": 2, "items": {"type": "string"}}}),
+            ),
+            json!({"fieldX": ["a", "b", "c"]}),
+            vec!["fieldX: Too many: 3: must have at most 2 items"],
+        ),
+        (
+            "maxLength",
+            object_schema(json!({"fieldX": {"type": "string", "maxLength": 2}})),
+            json!({"fieldX": "abc"}),
+            vec!["fieldX: Too long: may not be more than 2 bytes"],
+        ),
+        (
+            "k8s-long-name",
+            object_schema(json!({"fieldX": {"type": "string", "format": "k8s-long-name"}})),
+            json!({"fieldX": "a.-"}),
+            vec![
+                r#"fieldX: Invalid value: "a.-": fieldX in body must be of type k8s-long-name: "a.-""#,
+            ],
+        ),
+        (
+            "k8s-short-name",
+            object_schema(json!({"fieldX": {"type": "string", "format": "k8s-short-name"}})),
+            json!({"fieldX": "a-"}),
+            vec![
+                r#"fieldX: Invalid value: "a-": fieldX in body must be of type k8s-short-name: "a-""#,
+            ],
+        ),
+        (
+            "int32 overflow",
+            object_schema(json!({"intThirtyTwo": {"type": "integer", "format": "int32"}})),
+            json!({"intThirtyTwo": 2147483648_i64}),
+            vec![
+                r#"<nil>: Invalid value: "": Checked value must be of type integer with format int32 in intThirtyTwo"#,
+            ],
+        ),
+        (
+            "int32 ok",
+            object_schema(json!({"intThirtyTwo": {"type": "integer", "format": "int32"}})),
+            json!({"intThirtyTwo": -2147483648_i64}),
+            vec![],
+        ),
+        (
+            "minimum",
+            object_schema(
+                json!({"spec": {"type": "object", "properties": {"replicas": {"type": "integer", "minimum": 1}}}}),
+            ),
+            json!({"spec": {"replicas": 0}}),
+            vec![
+                "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1",
+            ],
+        ),
+        (
+            "exclusive maximum float",
+            object_schema(
+                json!({"n": {"type": "number", "maximum": 1.5, "exclusiveMaximum": true}}),
+            ),
+            json!({"n": 1.5}),
+            vec!["n: Invalid value: 1.5: n in body should be less than 1.5"],
+        ),
+        (
+            "multipleOf",
+            object_schema(json!({"n": {"type": "integer", "multipleOf": 3}})),
+            json!({"n": 7}),
+            vec!["n: Invalid value: 7: n in body should be a multiple of 3"],
+        ),
+        (
+            "minLength and pattern",
+            object_schema(json!({"s": {"type": "string", "minLength": 2, "pattern": "^a"}})),
+            json!({"s": "b"}),
+            vec![r#"s: Invalid value: "b": s in body should be at least 2 chars long"#],
+        ),
+        (
+            "pattern",
+            object_schema(json!({"s": {"type": "string", "pattern": "^a"}})),
+            json!({"s": "b"}),
+            vec![r#"s: Invalid value: "b": s in body should match '^a'"#],
+        ),
+        (
+            "minItems, uniqueItems",
+            object_schema(
+                json!({"l": {"type": "array", "minItems": 3, "uniqueItems": true, "items": {"type": "integer"}}}),
+            ),
+            json!({"l": [1, 1]}),
+            vec![
+                "l: Invalid value: 2: l in body should have at least 3 items",
+                r#"l: Invalid value: "": l in body shouldn't contain duplicates"#,
+            ],
+        ),
+        (
+            "minProperties",
+            object_schema(json!({"o": {"type": "object", "minProperties": 1}})),
+            json!({"o": {}}),
+            vec!["o: Invalid value: 0: o in body should have at least 1 properties"],
+        ),
+        (
+            "additionalProperties false",
+            object_schema(json!({"o": {"type": "object", "additionalProperties": false}})),
+            json!({"o": {"x": 1}}),
+            vec![r#"o: Invalid value: "x": o.x in body is a forbidden property"#],
+        ),
+        (
+            "additionalProperties schema",
+            object_schema(
+                json!({"o": {"type": "object", "additionalProperties": {"type": "string"}}}),
+            ),
+            json!({"o": {"x": 1}}),
+            vec![r#"o.x: Invalid value: "integer": o.x in body must be of type string: "integer""#],
+        ),
+        (
+            "items",
+            object_schema(json!({"l": {"type": "array", "items": {"type": "string"}}})),
+            json!({"l": ["a", 2]}),
+            vec![
+                r#"l[1]: Invalid value: "integer": l[1] in body must be of type string: "integer""#,
+            ],
+        ),
+        (
+            "integral float is an integer",
+            object_schema(json!({"i": {"type": "integer"}})),
+            json!({"i": 3.0}),
+            vec![],
+        ),
+        (
+            "format date-time",
+            object_schema(json!({"t": {"type": "string", "format": "date-time"}})),
+            json!({"t": "yesterday"}),
+            vec![
+                r#"t: Invalid value: "yesterday": t in body must be of type date-time: "yesterday""#,
+            ],
+        ),
+        (
+            "unsupported format ignored",
+            object_schema(json!({"t": {"type": "string", "format": "made-up"}})),
+            json!({"t": "x"}),
+            vec![],
+        ),
+        (
+            "oneOf",
+            object_schema(
+                json!({"o": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}),
+            ),
+            json!({"o": {"a": "x", "b": "y"}}),
+            vec![
+                r#"<nil>: Invalid value: "": "o" must validate one and only one schema (oneOf). Found 2 valid alternatives"#,
+            ],
+        ),
+        (
+            "not",
+            object_schema(json!({"o": {"type": "string", "not": {"enum": ["x"]}}})),
+            json!({"o": "x"}),
+            vec![r#"<nil>: Invalid value: "": "o" must not validate the schema (not)"#],
+        ),
+        (
+            "root type",
+            raw(json!({"type": "object"})),
+            json!("x"),
+            vec![r#"<nil>: Invalid value: "string":  in body must be of type object: "string""#],
+        ),
+    ];
+    for (name, s, obj, want) in cases {
+        assert_eq!(sorted(s.validate(&obj)), sorted_str(&want), "{name}");
+    }
+}
+
+#[test]
+fn list_types() {
+    let s = object_schema(json!({
+        "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+            "items": {"type": "object", "properties": {"k": {"type": "string"}, "v": {"type": "string"}}}},
+        "map2": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["a", "b"],
+            "items": {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}}}
+    }));
+    let obj = json!({
+        "set": ["a", "b", "a", "a"],
+        "map": [{"k": "x", "v": "1"}, {"k": "x", "v": "2"}, {"v": "3"}, {"v": "4"}],
+        "map2": [{"a": "x", "b": 1}, {"a": "x", "b": 2}, {"a": "x", "b": 1}]
+    });
+    assert_eq!(
+        sorted(s.validate(&obj)),
+        sorted_str(&[
+            r#"set[2]: Duplicate value: "a""#,
+            r#"map[1]: Duplicate value: {"k":"x"}"#,
+            "map[3]: Duplicate value: {}",
+            r#"map2[2]: Duplicate value: {"a":"x","b":1}"#,
+        ])
+    );
+    // On update, a list that was already invalid is not re-checked.
+    assert_eq!(s.validate_update(&obj, &obj), Vec::new());
+}
+
+#[test]
+fn embedded_resources() {
+    let s = object_schema(json!({
+        "e": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
+    }));
+    let cases: Vec<(Value, Vec<&str>)> = vec![
+        (
+            json!({"e": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}}),
+            vec![],
+        ),
+        (
+            json!({"e": {}}),
+            vec!["e.apiVersion: Required value", "e.kind: Required value"],
+        ),
+        (
+            json!({"e": {"apiVersion": "", "kind": "a_b", "metadata": {"name": "a/b"}}}),
+            vec![
+                r#"e.apiVersion: Invalid value: "": must not be empty"#,
+                r#"e.kind: Invalid value: "a_b": may have mixed case, but should otherwise match: a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"#,
+                r#"e.metadata.name: Invalid value: "a/b": may not contain '/'"#,
+            ],
+        ),
+        (
+            json!({"e": {"apiVersion": 1, "kind": "K"}}),
+            vec!["e.apiVersion: Invalid value: 1: must be a string"],
+        ),
+    ];
+    for (obj, want) in cases {
+        assert_eq!(sorted(s.validate(&obj)), sorted_str(&want), "{obj}");
+    }
+}
+
+#[test]
+fn ratcheting_keeps_unchanged_invalid_values() {
+    let s = object_schema(json!({"spec": {"type": "object", "properties": {
+        "a": {"type": "string", "maxLength": 1},
+        "b": {"type": "string", "maxLength": 1}
+    }}}));
+    let old = json!({"spec": {"a": "toolong", "b": "x"}});
+    let new = json!({"spec": {"a": "toolong", "b": "also"}});
+    assert_eq!(
+        sorted(s.validate_update(&new, &old)),
+        sorted_str(&["spec.b: Too long: may not be more than 1 bytes"])
+    );
+    assert_eq!(s.validate(&new).len(), 2);
+}

@@ -27,7 +27,7 @@ mod validate;
 #[cfg(test)]
 mod tests;
 
-pub use crd::validate_crd;
+pub use crd::{default_crd, validate_crd};
 
 use node::Node;
 

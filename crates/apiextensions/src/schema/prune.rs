@@ -53,6 +53,16 @@ pub(crate) fn prune_resource(obj: &mut Value, root: &Node) -> Vec<String> {
     p.unknown
 }
 
+/// Prunes a value that is not a resource (a `default`), without the root's type meta rules.
+pub(crate) fn prune_value(obj: &mut Value, s: &Node) -> Vec<String> {
+    let mut p = Pruner {
+        unknown: Vec::new(),
+    };
+    p.prune(obj, Some(s), "", false);
+    p.unknown.sort();
+    p.unknown
+}
+
 impl Pruner {
     fn prune(&mut self, x: &mut Value, s: Option<&Node>, path: &str, embedded_root: bool) {
         if let Some(s) = s

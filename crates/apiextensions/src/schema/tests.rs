@@ -702,3 +702,256 @@ fn ratcheting_keeps_unchanged_invalid_values() {
     );
     assert_eq!(s.validate(&new).len(), 2);
 }
+
+fn crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "foos.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "foos", "kind": "Foo"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"replicas": {"type": "integer", "default": 1, "minimum": 0}}}
+                }}},
+                "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}},
+                "additionalPrinterColumns": [{"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas"}]
+            }]
+        }
+    })
+}
+
+fn crd_errors(mut c: Value, edit: impl FnOnce(&mut Value)) -> Vec<String> {
+    edit(&mut c);
+    super::default_crd(&mut c);
+    sorted(super::validate_crd(&c, None))
+}
+
+#[test]
+fn crd_defaults() {
+    let mut c = crd();
+    super::default_crd(&mut c);
+    assert_eq!(c["spec"]["names"]["singular"], "foo");
+    assert_eq!(c["spec"]["names"]["listKind"], "FooList");
+    assert_eq!(c["spec"]["conversion"], json!({"strategy": "None"}));
+    assert_eq!(c["status"]["storedVersions"], json!(["v1"]));
+}
+
+#[test]
+fn crd_validation() {
+    assert_eq!(crd_errors(crd(), |_| {}), Vec::<String>::new());
+    type Edit = Box<dyn FnOnce(&mut Value)>;
+    let cases: Vec<(&str, Edit, Vec<&str>)> = vec![
+        (
+            "name",
+            Box::new(|c| c["metadata"]["name"] = json!("bars.example.com")),
+            vec![
+                r#"metadata.name: Invalid value: "bars.example.com": must be spec.names.plural+"."+spec.group"#,
+            ],
+        ),
+        (
+            "group",
+            Box::new(|c| {
+                c["spec"]["group"] = json!("example");
+                c["metadata"]["name"] = json!("foos.example");
+            }),
+            vec![
+                r#"spec.group: Invalid value: "example": should be a domain with at least one dot"#,
+            ],
+        ),
+        (
+            "scope",
+            Box::new(|c| c["spec"]["scope"] = json!("Galaxy")),
+            vec![
+                r#"spec.scope: Unsupported value: "Galaxy": supported values: "Cluster", "Namespaced""#,
+            ],
+        ),
+        (
+            "no storage",
+            Box::new(|c| c["spec"]["versions"][0]["storage"] = json!(false)),
+            vec![
+                "spec.versions: Invalid value: [{\"additionalPrinterColumns\":[{\"jsonPath\":\".spec.replicas\",\"name\":\"Replicas\",\"type\":\"integer\"}],\"name\":\"v1\",\"schema\":{\"openAPIV3Schema\":{\"properties\":{\"spec\":{\"properties\":{\"replicas\":{\"default\":1,\"minimum\":0,\"type\":\"integer\"}},\"type\":\"object\"}},\"type\":\"object\"}},\"served\":true,\"storage\":false,\"subresources\":{\"scale\":{\"specReplicasPath\":\".spec.replicas\",\"statusReplicasPath\":\".status.replicas\"},\"status\":{}}}]: must have exactly one version marked as storage version",
+                "status.storedVersions: Invalid value: []: must have at least one stored version",
+            ],
+        ),
+        (
+            "version name",
+            Box::new(|c| c["spec"]["versions"][0]["name"] = json!("V1")),
+            vec![
+                "spec.versions[0].name: Invalid value: \"V1\": a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+            ],
+        ),
+        (
+            "missing schema",
+            Box::new(|c| {
+                c["spec"]["versions"][0]
+                    .as_object_mut()
+                    .unwrap()
+                    .remove("schema");
+            }),
+            vec!["spec.versions[0].schema.openAPIV3Schema: Required value"],
+        ),
+        (
+            "non-structural (hoisted to spec.validation)",
+            Box::new(|c| {
+                c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] =
+                    json!({"properties": {}})
+            }),
+            vec![
+                "spec.validation.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields",
+            ],
+        ),
+        (
+            "bad default",
+            Box::new(|c| {
+                c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+                    ["replicas"]["default"] = json!(-1)
+            }),
+            vec![
+                "spec.validation.openAPIV3Schema.properties[spec].properties[replicas].default: Invalid value: -1:  in body should be greater than or equal to 0",
+            ],
+        ),
+        (
+            "unpruned default",
+            Box::new(|c| {
+                c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["default"] =
+                    json!({"x": 1})
+            }),
+            vec![
+                r#"spec.validation.openAPIV3Schema.properties[spec].default: Invalid value: {"x":1}: must not have unknown fields"#,
+            ],
+        ),
+        (
+            "metadata default",
+            Box::new(|c| {
+                c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["metadata"] =
+                    json!({"type": "object", "default": {}})
+            }),
+            vec![
+                "spec.validation.openAPIV3Schema.properties[metadata].default: Forbidden: must not be set in top-level metadata",
+            ],
+        ),
+        (
+            "root with status",
+            Box::new(|c| {
+                c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["anyOf"] =
+                    json!([{"required": ["spec"]}])
+            }),
+            vec![
+                "spec.validation.openAPIV3Schema: Invalid value: {\"anyOf\":[{\"required\":[\"spec\"]}],\"properties\":{\"spec\":{\"properties\":{\"replicas\":{\"default\":1,\"minimum\":0,\"type\":\"integer\"}},\"type\":\"object\"}},\"type\":\"object\"}: only [Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields XValidations] fields are allowed at the root of the schema if the status subresource is enabled",
+            ],
+        ),
+        (
+            "scale path",
+            Box::new(|c| {
+                c["spec"]["versions"][0]["subresources"]["scale"]["specReplicasPath"] =
+                    json!(".status.x")
+            }),
+            vec![
+                r#"spec.subresources.scale.specReplicasPath: Invalid value: ".status.x": should be a json path under .spec"#,
+            ],
+        ),
+        (
+            "printer column",
+            Box::new(|c| {
+                c["spec"]["versions"][0]["additionalPrinterColumns"][0]["type"] = json!("float")
+            }),
+            vec![
+                r#"spec.additionalPrinterColumns[0].type: Invalid value: "float": must be one of boolean,date,integer,number,string"#,
+            ],
+        ),
+        (
+            "list type",
+            Box::new(|c| {
+                c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+                    ["l"] = json!({"type": "array", "x-kubernetes-list-type": "map", "items": {"type": "object", "properties": {"k": {"type": "string"}}}})
+            }),
+            vec![
+                "spec.validation.openAPIV3Schema.properties[spec].properties[l].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map",
+            ],
+        ),
+        (
+            "unique items",
+            Box::new(|c| {
+                c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+                    ["l"] =
+                    json!({"type": "array", "uniqueItems": true, "items": {"type": "string"}})
+            }),
+            vec![
+                "spec.validation.openAPIV3Schema.properties[spec].properties[l].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+            ],
+        ),
+        (
+            "conversion webhook",
+            Box::new(
+                |c| c["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"clientConfig": {"url": "http://x/convert"}, "conversionReviewVersions": ["v2"]}}),
+            ),
+            vec![
+                r#"spec.conversion.conversionReviewVersions: Invalid value: ["v2"]: must include at least one of v1, v1beta1"#,
+                r#"spec.conversion.webhookClientConfig.url: Invalid value: "http://x/convert": 'https' is the only allowed URL scheme"#,
+            ],
+        ),
+        (
+            "protected group",
+            Box::new(|c| {
+                c["spec"]["group"] = json!("x.k8s.io");
+                c["metadata"]["name"] = json!("foos.x.k8s.io");
+            }),
+            vec![
+                r#"metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation "api-approved.kubernetes.io", see https://github.com/kubernetes/enhancements/pull/1111"#,
+            ],
+        ),
+        (
+            "kind equals listKind",
+            Box::new(|c| c["spec"]["names"]["listKind"] = json!("Foo")),
+            vec![
+                r#"spec.names.listKind: Invalid value: "Foo": kind and listKind may not be the same"#,
+            ],
+        ),
+        (
+            "preserveUnknownFields",
+            Box::new(|c| c["spec"]["preserveUnknownFields"] = json!(true)),
+            vec![
+                "spec.preserveUnknownFields: Invalid value: true: cannot set to true, set x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead",
+                "spec.preserveUnknownFields: Invalid value: true: must be false in order to use defaults in the schema",
+            ],
+        ),
+    ];
+    for (name, edit, want) in cases {
+        assert_eq!(crd_errors(crd(), edit), sorted_str(&want), "{name}");
+    }
+}
+
+#[test]
+fn crd_per_version_paths_and_update() {
+    // Different schemas per version are reported under each version.
+    let mut c = crd();
+    let mut v2 = c["spec"]["versions"][0].clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    v2["schema"]["openAPIV3Schema"]["properties"]["x"] = json!({});
+    c["spec"]["versions"].as_array_mut().unwrap().push(v2);
+    assert_eq!(
+        crd_errors(c.clone(), |_| {}),
+        sorted_str(&[
+            "spec.versions[1].schema.openAPIV3Schema.properties[x].type: Required value: must not be empty for specified object fields"
+        ])
+    );
+    // Updates: group and plural are immutable; a stored version must stay.
+    let mut old = crd();
+    super::default_crd(&mut old);
+    let mut new = old.clone();
+    new["spec"]["group"] = json!("other.com");
+    new["metadata"]["name"] = json!("foos.other.com");
+    new["status"]["storedVersions"] = json!(["v0", "v1"]);
+    assert_eq!(
+        sorted(super::validate_crd(&new, Some(&old))),
+        sorted_str(&[
+            r#"spec.group: Invalid value: "other.com": field is immutable"#,
+            r#"status.storedVersions[0]: Invalid value: "v0": missing from spec.versions; v0 was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in v0 and removes v0 from status.storedVersions"#,
+        ])
+    );
+}

@@ -83,17 +83,36 @@ fn invalid_type(name: &str, type_name: &str, value: &str) -> OErr {
 /// against the old object of an update.
 pub(crate) fn validate(s: &Node, data: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let res = validate_node(s, data, "", old);
-    res.errors.into_iter().map(to_field_error).collect()
+    res.errors
+        .into_iter()
+        .map(|e| to_field_error(e, None))
+        .collect()
 }
 
-fn to_field_error(err: OErr) -> FieldError {
+/// Validates a value (a schema's `default`) with errors under `base` (upstream passes a
+/// field path to `ValidateCustomResource` there, instead of nil).
+pub(crate) fn validate_at(s: &Node, data: &Value, base: &str) -> Vec<FieldError> {
+    let res = validate_node(s, data, "", None);
+    res.errors
+        .into_iter()
+        .map(|e| to_field_error(e, Some(base)))
+        .collect()
+}
+
+fn to_field_error(err: OErr, base: Option<&str>) -> FieldError {
+    // A nil base path renders as "<nil>".
+    let base_str = base.unwrap_or("<nil>");
     if err.code == Code::Composite {
-        return FieldError::invalid("<nil>", "", &err.message);
+        return FieldError::invalid(base_str, "", &err.message);
     }
     let path = if !err.name.is_empty() && err.name != "." {
-        err.name.strip_prefix('.').unwrap_or(&err.name).to_string()
+        let name = err.name.strip_prefix('.').unwrap_or(&err.name);
+        match base {
+            Some(b) => format!("{b}.{name}"),
+            None => name.to_string(),
+        }
     } else {
-        "<nil>".to_string()
+        base_str.to_string()
     };
     let value = err.value.unwrap_or_else(|| Value::String(String::new()));
     match err.code {

@@ -955,3 +955,66 @@ fn crd_per_version_paths_and_update() {
         ])
     );
 }
+
+#[test]
+fn openapi_publishing() {
+    let s = raw(json!({"type": "object", "properties": {
+        "spec": {"type": "object", "required": ["n", "x"], "properties": {
+            "n": {"type": "string", "nullable": true},
+            "x": {"x-kubernetes-int-or-string": true},
+            "l": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "o": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {"a": {"type": "string"}}},
+            "e": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
+        }, "oneOf": [{"required": ["n"]}]}
+    }}));
+    let meta3 = json!({"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}],
+        "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"});
+    let v3 = s.to_openapi_v3();
+    assert_eq!(v3["properties"]["metadata"], meta3);
+    assert_eq!(v3["properties"]["kind"]["type"], "string");
+    assert_eq!(
+        v3["properties"]["spec"]["oneOf"],
+        json!([{"required": ["n"]}])
+    );
+    assert_eq!(
+        v3["properties"]["spec"]["properties"]["n"],
+        json!({"type": "string", "nullable": true})
+    );
+    assert_eq!(
+        v3["properties"]["spec"]["properties"]["x"],
+        json!({"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": true})
+    );
+    let e3 = &v3["properties"]["spec"]["properties"]["e"];
+    assert_eq!(e3["required"], json!(["kind", "apiVersion"]));
+    assert_eq!(e3["properties"]["metadata"], meta3);
+
+    let v2 = s.to_openapi_v2();
+    assert_eq!(
+        v2["properties"]["metadata"]["$ref"],
+        "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    );
+    let spec2 = &v2["properties"]["spec"];
+    assert_eq!(spec2.get("oneOf"), None);
+    assert_eq!(spec2["required"], json!(["x"]));
+    assert_eq!(spec2["properties"]["n"], json!({}));
+    assert_eq!(
+        spec2["properties"]["x"],
+        json!({"x-kubernetes-int-or-string": true})
+    );
+    assert_eq!(
+        spec2["properties"]["o"],
+        json!({"x-kubernetes-preserve-unknown-fields": true})
+    );
+    // Preserve-unknown embedded resources get no type meta in v2.
+    assert_eq!(
+        spec2["properties"]["e"],
+        json!({"x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true})
+    );
+    assert_eq!(
+        spec2["properties"]["l"],
+        json!({"type": "array", "items": {"type": "string"}, "minItems": 1})
+    );
+
+    let preserve = raw(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+    assert_eq!(preserve.to_openapi_v2(), json!({"type": "object"}));
+}

@@ -450,7 +450,7 @@ fn validate_spec(spec: &Value, errs: &mut Vec<FieldError>) {
 
 fn top_schema_structural(schema: Option<&Value>) -> Option<Structural> {
     let s = schema?.get("openAPIV3Schema")?;
-    Node::parse(s, "").ok().map(|root| Structural { root })
+    Node::parse(s, "").ok().map(Structural::from_node)
 }
 
 fn schema_has_defaults(s: &Value) -> bool {
@@ -1339,8 +1339,41 @@ fn openapi_schema(
     validation_rules(n, path, errs);
 }
 
-/// The static checks of `x-kubernetes-validations` (CEL compilation is not done).
+/// The checks of `x-kubernetes-validations`: the static ones, then (when those pass) that
+/// every rule compiles and sets `optionalOldSelf` only with `oldSelf`.
 fn validation_rules(n: &Node, path: &str, errs: &mut Vec<FieldError>) {
+    let before = errs.len();
+    static_rule_checks(n, path, errs);
+    if errs.len() != before || n.x_validations.is_empty() {
+        return;
+    }
+    let (compiled, failed) = super::cel::compile_rules(n);
+    let rule_path = |i: usize, f: &str| sub(&idx(&sub(path, "x-kubernetes-validations"), i), f);
+    for e in failed {
+        errs.push(FieldError::invalid(
+            &rule_path(e.index, "rule"),
+            n.x_validations[e.index].clone(),
+            &e.detail,
+        ));
+    }
+    for (i, r) in n.x_validations.iter().enumerate() {
+        let text = str_of(r.get("rule")).trim();
+        let Some(c) = compiled.iter().find(|c| c.text() == text) else {
+            continue;
+        };
+        if !c.uses_old_self()
+            && let Some(o) = r.get("optionalOldSelf").filter(|o| !o.is_null())
+        {
+            errs.push(FieldError::invalid(
+                &rule_path(i, "optionalOldSelf"),
+                o.clone(),
+                "may not be set if oldSelf is not used in rule",
+            ));
+        }
+    }
+}
+
+fn static_rule_checks(n: &Node, path: &str, errs: &mut Vec<FieldError>) {
     let newline = |s: &str| s.contains('\n') || s.contains('\r');
     for (i, rule) in n.x_validations.iter().enumerate() {
         let p = idx(&sub(path, "x-kubernetes-validations"), i);

@@ -11,6 +11,7 @@
 use apiserver::registry::FieldError;
 use serde_json::Value;
 
+mod cel;
 mod crd;
 mod defaults;
 mod embedded;
@@ -35,6 +36,8 @@ use node::Node;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Structural {
     root: Node,
+    /// The compiled `x-kubernetes-validations` rules.
+    rules: cel::Compiled,
 }
 
 impl Structural {
@@ -47,7 +50,12 @@ impl Structural {
         if !errs.is_empty() {
             return Err(errs);
         }
-        Ok(Structural { root })
+        Ok(Structural::from_node(root))
+    }
+
+    fn from_node(root: Node) -> Structural {
+        let rules = cel::compile(&root);
+        Structural { root, rules }
     }
 
     /// Removes the fields the schema does not specify (honouring
@@ -72,9 +80,11 @@ impl Structural {
     /// `required`, `enum`, bounds, lengths, item and property counts, `uniqueItems`,
     /// `pattern`, `multipleOf`, `nullable`, int-or-string, `allOf`/`anyOf`/`oneOf`/`not`),
     /// embedded resources (`apiVersion`/`kind`/`metadata`) and list-type set/map
-    /// uniqueness.
+    /// uniqueness, then the `x-kubernetes-validations` CEL rules (`self`; transition rules,
+    /// which use `oldSelf`, only run on update).
     pub fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = validate::validate(&self.root, obj, None);
+        errs.extend(cel::validate(&self.rules, &self.root, obj, None));
         embedded::validate_embedded("", obj, Some(&self.root), &mut errs);
         if let Some(map) = obj.as_object() {
             embedded::validate_list_types("", &self.root, map, &mut errs);
@@ -84,9 +94,11 @@ impl Structural {
 
     /// Like [`Structural::validate`], for an update: errors of values unchanged from `old`
     /// are dropped (upstream's validation ratcheting), and list-type uniqueness is only
-    /// enforced when `old` satisfied it.
+    /// enforced when `old` satisfied it. CEL rules see `oldSelf` (correlated by property,
+    /// map key and list-map key); non-transition rules are skipped on unchanged values.
     pub fn validate_update(&self, obj: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = validate::validate(&self.root, obj, Some(old));
+        errs.extend(cel::validate(&self.rules, &self.root, obj, Some(old)));
         embedded::validate_embedded("", obj, Some(&self.root), &mut errs);
         if let (Some(map), Some(old_map)) = (obj.as_object(), old.as_object()) {
             let mut old_errs = Vec::new();

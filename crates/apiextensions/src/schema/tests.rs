@@ -12,7 +12,7 @@ fn node(schema: Value) -> Node {
 
 /// A Structural without the structural checks (upstream's tests build Structurals by hand).
 fn raw(schema: Value) -> Structural {
-    Structural { root: node(schema) }
+    Structural::from_node(node(schema))
 }
 
 fn sorted(errs: Vec<apiserver::registry::FieldError>) -> Vec<String> {
@@ -1017,4 +1017,97 @@ fn openapi_publishing() {
 
     let preserve = raw(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
     assert_eq!(preserve.to_openapi_v2(), json!({"type": "object"}));
+}
+
+#[test]
+fn cel_rules_ported() {
+    let immutable = object_schema(
+        json!({"field": {"type": "string", "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}),
+    );
+    assert_eq!(immutable.validate(&json!({"field": "y"})), Vec::new());
+    assert_eq!(
+        immutable.validate_update(&json!({"field": "x"}), &json!({"field": "x"})),
+        Vec::new()
+    );
+    assert_eq!(
+        sorted(immutable.validate_update(&json!({"field": "y"}), &json!({"field": "x"}))),
+        sorted_str(&[r#"field: Invalid value: "y": failed rule: self == oldSelf"#])
+    );
+
+    let correlatable = object_schema(
+        json!({"field": {"type": "array", "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["k1", "k2"],
+        "items": {"type": "object", "properties": {"k1": {"type": "string"}, "k2": {"type": "string"},
+            "v1": {"type": "number", "x-kubernetes-validations": [{"rule": "self >= oldSelf"}]}}}}}),
+    );
+    let old = json!({"field": [{"k1": "a", "k2": "b", "v1": 1.0}]});
+    assert_eq!(
+        correlatable.validate_update(&json!({"field": [{"k1": "a", "k2": "b", "v1": 1.2}]}), &old),
+        Vec::new()
+    );
+    assert_eq!(
+        sorted(
+            correlatable
+                .validate_update(&json!({"field": [{"k1": "a", "k2": "b", "v1": 0.9}]}), &old)
+        ),
+        sorted_str(&["field[0].v1: Invalid value: 0.9: failed rule: self >= oldSelf"])
+    );
+
+    let nested = object_schema(
+        json!({"field": {"type": "array", "items": {"type": "object",
+        "properties": {"x": {"type": "string", "x-kubernetes-validations": [{"rule": "self == 'x'"}]}}}}}),
+    );
+    assert_eq!(nested.validate(&json!({"field": [{"x": "x"}]})), Vec::new());
+    assert_eq!(
+        sorted(nested.validate(&json!({"field": [{"x": "y"}]}))),
+        sorted_str(&[r#"field[0].x: Invalid value: "y": failed rule: self == 'x'"#])
+    );
+
+    let rich = raw(
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"min": {"type": "integer"}, "max": {"type": "integer"}, "max-count": {"type": "integer"}},
+        "x-kubernetes-validations": [
+            {"rule": "self.min <= self.max", "message": "min must not exceed max"},
+            {"rule": "self.min <= self.max", "messageExpression": "'min ' + string(self.min) + ' > max ' + string(self.max)", "fieldPath": ".min"},
+            {"rule": "!has(self.max__dash__count) || self.max__dash__count < 10", "reason": "FieldValueForbidden"},
+            {"rule": "self.min >= 0", "reason": "FieldValueRequired", "message": "min must be set"}
+        ]}},
+        "x-kubernetes-validations": [{"rule": "self.metadata.name.startsWith('a')"}]}),
+    );
+    let obj = json!({"metadata": {"name": "bad", "labels": {"x": "y"}}, "spec": {"min": -3, "max": -5, "max-count": 20}});
+    assert_eq!(
+        sorted(rich.validate(&obj)),
+        sorted_str(&[
+            "<nil>: Invalid value: failed rule: self.metadata.name.startsWith('a')",
+            "spec: Invalid value: min must not exceed max",
+            "spec.min: Invalid value: min -3 > max -5",
+            "spec: Forbidden: failed rule: !has(self.max__dash__count) || self.max__dash__count < 10",
+            "spec: Required value: min must be set",
+        ])
+    );
+}
+
+#[test]
+fn crd_cel_compilation() {
+    let errs = crd_errors(crd(), |c| {
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] = json!([{"rule": "self.spec ==="}, {"rule": "true", "optionalOldSelf": true}, {"rule": ""}]);
+    });
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].starts_with("spec.validation.openAPIV3Schema.x-kubernetes-validations[2].rule: Required value: rule is not specified"));
+    let errs = crd_errors(crd(), |c| {
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["x-kubernetes-validations"] =
+            json!([{"rule": "self.spec ==="}, {"rule": "true", "optionalOldSelf": true}]);
+    });
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(errs[0].starts_with("spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: {\"rule\":\"self.spec ===\"}: compilation failed: "), "{errs:?}");
+    assert_eq!(
+        errs[1],
+        "spec.validation.openAPIV3Schema.x-kubernetes-validations[1].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"
+    );
+}
+
+#[test]
+fn structural_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Structural>();
 }

@@ -30,8 +30,9 @@ fn is_meta(k: &str) -> bool {
     matches!(k, "apiVersion" | "kind" | "metadata")
 }
 
-struct Pruner {
-    unknown: Vec<String>,
+#[derive(Default)]
+pub(crate) struct Pruner {
+    pub(crate) unknown: Vec<String>,
 }
 
 fn join(parent: &str, k: &str) -> String {
@@ -64,7 +65,13 @@ pub(crate) fn prune_value(obj: &mut Value, s: &Node) -> Vec<String> {
 }
 
 impl Pruner {
-    fn prune(&mut self, x: &mut Value, s: Option<&Node>, path: &str, embedded_root: bool) {
+    pub(crate) fn prune(
+        &mut self,
+        x: &mut Value,
+        s: Option<&Node>,
+        path: &str,
+        embedded_root: bool,
+    ) {
         if let Some(s) = s
             && s.preserve_unknown()
         {

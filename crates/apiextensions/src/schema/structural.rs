@@ -41,6 +41,12 @@ pub(crate) fn unsupported(n: &Node) -> Option<String> {
             return Some(e);
         }
     }
+    if n.x_preserve_unknown_fields == Some(false) {
+        return Some(
+            "internal error: 'x-kubernetes-preserve-unknown-fields' must be true or undefined"
+                .into(),
+        );
+    }
     if n.items_array {
         return Some("OpenAPIV3Schema 'items' must be a schema, but is an array".into());
     }

@@ -1111,3 +1111,79 @@ fn structural_is_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Structural>();
 }
+
+#[test]
+fn pruning_nested_preserve_unknown_fields_ported() {
+    let schema = node(
+        json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+            "alpha": {"type": "string"},
+            "beta": {"type": "number"},
+            "pruning": {"type": "object", "properties": {
+                "preserving": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "pruning": {"type": "object"}
+            }},
+            "preserving": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+                "preserving": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "preservingUnknownType": {"x-kubernetes-preserve-unknown-fields": true},
+                "pruning": {"type": "object"}
+            }},
+            "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {"type": "object",
+                "x-kubernetes-preserve-unknown-fields": true,
+                "additionalProperties": {"type": "object", "properties": {"specified": {"type": "object"}}}},
+            "preservingAdditionalPropertiesKeyPruneValues": {"type": "object",
+                "additionalProperties": {"type": "object", "properties": {"specified": {"type": "object"}}}}
+        }}),
+    );
+    let mut obj = json!({
+        "unspecified": "bar", "alpha": "abc", "beta": 42.0,
+        "unspecifiedObject": {"unspecified": "bar"},
+        "pruning": {"unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"}, "pruning": {"unspecified": "bar"},
+            "apiVersion": "unknown", "preserving": {"unspecified": "bar"}},
+        "preserving": {"unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"}, "pruning": {"unspecified": "bar"},
+            "preserving": {"unspecified": "bar"}, "preservingUnknownType": [{"foo": true}, {"bar": true}]},
+        "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {"foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}},
+        "preservingAdditionalPropertiesKeyPruneValues": {"foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}}
+    });
+    let pruned = super::prune::prune_value(&mut obj, &schema);
+    assert_eq!(
+        obj,
+        json!({
+            "unspecified": "bar", "alpha": "abc", "beta": 42.0,
+            "unspecifiedObject": {"unspecified": "bar"},
+            "pruning": {"pruning": {}, "preserving": {"unspecified": "bar"}},
+            "preserving": {"unspecified": "bar", "unspecifiedObject": {"unspecified": "bar"}, "pruning": {},
+                "preserving": {"unspecified": "bar"}, "preservingUnknownType": [{"foo": true}, {"bar": true}]},
+            "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {"foo": {"specified": {}}},
+            "preservingAdditionalPropertiesKeyPruneValues": {"foo": {"specified": {}}}
+        })
+    );
+    assert_eq!(
+        pruned,
+        vec![
+            "preserving.pruning.unspecified",
+            "preservingAdditionalPropertiesKeyPruneValues.foo.specified.unspecified",
+            "preservingAdditionalPropertiesKeyPruneValues.foo.unspecified",
+            "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields.foo.specified.unspecified",
+            "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields.foo.unspecified",
+            "pruning.apiVersion",
+            "pruning.pruning.unspecified",
+            "pruning.unspecified",
+            "pruning.unspecifiedObject",
+        ]
+    );
+
+    // additionalProperties: false keeps nothing below it, and reports every pruned field.
+    let schema = node(json!({"properties": {"a": {}, "c": {"additionalProperties": false}}}));
+    let mut obj =
+        json!({"a": 1, "b": 1, "c": {"a": 1, "b": 2, "c": {"a": 1, "apiVersion": "unknown"}}});
+    let pruned = super::prune::prune_value(&mut obj, &schema);
+    assert_eq!(obj, json!({"a": 1, "c": {"a": 1, "b": 2, "c": {}}}));
+    assert_eq!(pruned, vec!["b", "c.c.a", "c.c.apiVersion"]);
+
+    // Object arrays without a schema.
+    let mut obj = json!([{"a": 1}, {"b": 1}, {"a": 1, "b": 2, "c": 3}]);
+    let mut p = super::prune::Pruner::default();
+    p.prune(&mut obj, None, "", false);
+    assert_eq!(obj, json!([{}, {}, {}]));
+    assert_eq!(p.unknown, vec!["[0].a", "[1].b", "[2].a", "[2].b", "[2].c"]);
+}

@@ -88,8 +88,8 @@ fn embedded_resource(path: &str, x: &Map<String, Value>, errs: &mut Vec<FieldErr
     }
 }
 
-/// The embedded ObjectMeta: a JSON object whose name (and generateName) is a valid path
-/// segment; other ObjectMeta rules are the generic ones.
+/// The embedded ObjectMeta, checked as upstream's `ValidateObjectMeta` with path-segment
+/// names (an empty name counts as set; namespaced when it has a namespace).
 fn metadata(path: &str, v: &Value, errs: &mut Vec<FieldError>) {
     let Value::Object(m) = v else {
         let kind = match v {
@@ -108,31 +108,27 @@ fn metadata(path: &str, v: &Value, errs: &mut Vec<FieldError>) {
         }
         return;
     };
-    for (field, prefix) in [("name", false), ("generateName", true)] {
-        let Some(Value::String(name)) = m.get(field) else {
-            continue;
-        };
-        if name.is_empty() {
-            continue;
-        }
-        for msg in path_segment(name, prefix) {
-            errs.push(FieldError::invalid(&sub(path, field), name.as_str(), &msg));
-        }
+    let mut meta = m.clone();
+    if meta
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
+        meta.insert("name".into(), Value::String("fakename".into()));
     }
-}
-
-/// `IsPathSegmentName` / `IsPathSegmentPrefix`.
-fn path_segment(name: &str, prefix: bool) -> Vec<String> {
-    let mut errs = Vec::new();
-    if !prefix && (name == "." || name == "..") {
-        errs.push(format!("may not be '{name}'"));
-    }
-    for bad in ["/", "%"] {
-        if name.contains(bad) {
-            errs.push(format!("may not contain '{bad}'"));
+    let namespaced = !meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty();
+    let obj = serde_json::json!({ "metadata": meta });
+    for mut e in apiserver::registry::store::meta::validate_object_meta(&obj, namespaced) {
+        if let Some(rest) = e.field.strip_prefix("metadata") {
+            e.field = format!("{path}{rest}");
         }
+        errs.push(e);
     }
-    errs
 }
 
 /// Duplicate entries of `x-kubernetes-list-type: set` and `map` lists.

@@ -1187,3 +1187,21 @@ fn pruning_nested_preserve_unknown_fields_ported() {
     assert_eq!(obj, json!([{}, {}, {}]));
     assert_eq!(p.unknown, vec!["[0].a", "[1].b", "[2].a", "[2].b", "[2].c"]);
 }
+
+#[test]
+fn embedded_metadata_is_object_meta() {
+    let s = object_schema(json!({
+        "e": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
+    }));
+    let obj = json!({"e": {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": "Bad_NS", "labels": {"a": "b c"}}}});
+    let errs = sorted(s.validate(&obj));
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert!(
+        errs[0].starts_with(r#"e.metadata.labels: Invalid value: "b c": "#),
+        "{errs:?}"
+    );
+    assert!(
+        errs[1].starts_with(r#"e.metadata.namespace: Invalid value: "Bad_NS": "#),
+        "{errs:?}"
+    );
+}

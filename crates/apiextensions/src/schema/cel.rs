@@ -438,7 +438,7 @@ fn to_cel(v: &Value, n: &Node, is_root: bool) -> cel::Value {
                 cel::Value::Float(num.as_f64().unwrap_or(0.0))
             }
         }
-        Value::String(s) => cel::Value::String(Arc::new(s.clone())),
+        Value::String(s) => formatted_string(s, &n.format),
         Value::Array(items) => {
             let item = n.items.as_deref();
             let default = Node::default();
@@ -484,6 +484,69 @@ fn to_cel(v: &Value, n: &Node, is_root: bool) -> cel::Value {
     }
 }
 
+/// Upstream types strings by their format: `date-time` as a timestamp, `duration` as a
+/// duration, `byte` as bytes (a string that does not parse stays a string).
+fn formatted_string(s: &str, format: &str) -> cel::Value {
+    use base64::Engine as _;
+    match format {
+        "date-time" => {
+            if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+                return cel::Value::Timestamp(t);
+            }
+        }
+        "duration" => {
+            if let Some(d) = go_duration(s) {
+                return cel::Value::Duration(d);
+            }
+        }
+        "byte" => {
+            if let Ok(b) = base64::engine::general_purpose::STANDARD.decode(s) {
+                return cel::Value::Bytes(Arc::new(b));
+            }
+        }
+        _ => {}
+    }
+    cel::Value::String(Arc::new(s.to_string()))
+}
+
+/// Go's `time.ParseDuration` (`1h30m`, `1.5s`, `-300ms`).
+fn go_duration(s: &str) -> Option<chrono::Duration> {
+    let (neg, mut rest) = match s.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, s.strip_prefix('+').unwrap_or(s)),
+    };
+    if rest == "0" {
+        return Some(chrono::Duration::zero());
+    }
+    if rest.is_empty() {
+        return None;
+    }
+    let mut nanos: f64 = 0.0;
+    while !rest.is_empty() {
+        let end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let number: f64 = rest[..end].parse().ok()?;
+        rest = &rest[end..];
+        let unit_end = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let scale = match &rest[..unit_end] {
+            "ns" => 1.0,
+            "us" | "µs" | "μs" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return None,
+        };
+        rest = &rest[unit_end..];
+        nanos += number * scale;
+    }
+    let d = chrono::Duration::nanoseconds(nanos as i64);
+    Some(if neg { -d } else { d })
+}
+
 fn root_metadata(m: &Value) -> Value {
     let mut out = serde_json::Map::new();
     if let Some(obj) = m.as_object() {
@@ -507,5 +570,16 @@ mod tests {
         assert_eq!(escape("a__b"), "a__underscores__b");
         assert_eq!(escape("namespace"), "__namespace__");
         assert_eq!(escape("plain_name1"), "plain_name1");
+    }
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration("1h30m"), Some(chrono::Duration::minutes(90)));
+        assert_eq!(
+            go_duration("-1.5s"),
+            Some(-chrono::Duration::milliseconds(1500))
+        );
+        assert_eq!(go_duration("5"), None);
+        assert_eq!(go_duration("soon"), None);
     }
 }

@@ -1205,3 +1205,22 @@ fn embedded_metadata_is_object_meta() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn cel_formats() {
+    let s = object_schema(json!({
+        "t": {"type": "string", "format": "date-time", "x-kubernetes-validations": [{"rule": "self > timestamp('2020-01-01T00:00:00Z')"}]},
+        "d": {"type": "string", "format": "duration", "x-kubernetes-validations": [{"rule": "self < duration('1h')"}]}
+    }));
+    assert_eq!(
+        s.validate(&json!({"t": "2021-01-01T00:00:00Z", "d": "30m"})),
+        Vec::new()
+    );
+    assert_eq!(
+        sorted(s.validate(&json!({"t": "2019-01-01T00:00:00Z", "d": "2h"}))),
+        sorted_str(&[
+            r#"d: Invalid value: "2h": failed rule: self < duration('1h')"#,
+            r#"t: Invalid value: "2019-01-01T00:00:00Z": failed rule: self > timestamp('2020-01-01T00:00:00Z')"#,
+        ])
+    );
+}

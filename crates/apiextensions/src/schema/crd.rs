@@ -821,41 +821,64 @@ fn validate_conversion(c: &Value, errs: &mut Vec<FieldError>) {
     }
 }
 
-/// Upstream `webhook.ValidateWebhookURL` (with https required).
+/// Upstream `webhook.ValidateWebhookURL` (with https required), over the parts Go's
+/// `url.Parse` finds (scheme, user, host, query, fragment).
 fn validate_webhook_url(url: &str, path: &str, errs: &mut Vec<FieldError>) {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        errs.push(FieldError::invalid(path, url, "host must be specified"));
-        return;
+    const FORM: &str = "; desired format: https://host[/path]";
+    let (rest, fragment) = url.split_once('#').unwrap_or((url, ""));
+    let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+    let (scheme, rest) = match rest.split_once(':') {
+        Some((s, r))
+            if s.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            (s, r)
+        }
+        _ => ("", rest),
+    };
+    let (user, host) = match rest.strip_prefix("//") {
+        Some(r) => {
+            let authority = r.split('/').next().unwrap_or("");
+            match authority.rsplit_once('@') {
+                Some((u, h)) => (Some(u), h),
+                None => (None, authority),
+            }
+        }
+        None => (None, ""),
     };
     if scheme != "https" {
         errs.push(FieldError::invalid(
             path,
-            url,
-            "'https' is the only allowed URL scheme",
+            scheme,
+            &format!("'https' is the only allowed URL scheme{FORM}"),
         ));
     }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    if authority.is_empty() {
-        errs.push(FieldError::invalid(path, url, "host must be specified"));
-    }
-    if authority.contains('@') {
+    if host.is_empty() {
         errs.push(FieldError::invalid(
             path,
-            url,
+            host,
+            &format!("host must be specified{FORM}"),
+        ));
+    }
+    if let Some(u) = user {
+        errs.push(FieldError::invalid(
+            path,
+            u,
             "user information is not permitted in the URL",
         ));
     }
-    if url.contains('#') {
+    if !fragment.is_empty() {
         errs.push(FieldError::invalid(
             path,
-            url,
+            fragment,
             "fragments are not permitted in the URL",
         ));
     }
-    if url.contains('?') {
+    if !query.is_empty() {
         errs.push(FieldError::invalid(
             path,
-            url,
+            query,
             "query parameters are not permitted in the URL",
         ));
     }
@@ -885,16 +908,34 @@ fn validate_webhook_service(s: &Value, path: &str, errs: &mut Vec<FieldError>) {
         ));
     }
     let p = str_of(s.get("path"));
-    if !p.is_empty() {
-        let pp = sub(path, "path");
-        if p == "/" {
-            return;
+    let pp = sub(path, "path");
+    if p.is_empty() || p == "/" {
+        return;
+    }
+    if p == "//" {
+        errs.push(FieldError::invalid(&pp, p, "segment[0] may not be empty"));
+        return;
+    }
+    if !p.starts_with('/') {
+        errs.push(FieldError::invalid(&pp, p, "must start with a '/'"));
+    }
+    let check = p.get(1..).unwrap_or("");
+    let check = check.strip_suffix('/').unwrap_or(check);
+    for (i, step) in check.split('/').enumerate() {
+        if step.is_empty() {
+            errs.push(FieldError::invalid(
+                &pp,
+                p,
+                &format!("segment[{i}] may not be empty"),
+            ));
+            continue;
         }
-        if !p.starts_with('/') {
-            errs.push(FieldError::invalid(&pp, p, "must start with a '/'"));
-        }
-        if p.contains("//") {
-            errs.push(FieldError::invalid(&pp, p, "segment[1] may not be empty"));
+        for failure in dns1123_subdomain(step) {
+            errs.push(FieldError::invalid(
+                &pp,
+                p,
+                &format!("segment[{i}]: {failure}"),
+            ));
         }
     }
 }

@@ -891,7 +891,7 @@ fn crd_validation() {
             ),
             vec![
                 r#"spec.conversion.conversionReviewVersions: Invalid value: ["v2"]: must include at least one of v1, v1beta1"#,
-                r#"spec.conversion.webhookClientConfig.url: Invalid value: "http://x/convert": 'https' is the only allowed URL scheme"#,
+                r#"spec.conversion.webhookClientConfig.url: Invalid value: "http": 'https' is the only allowed URL scheme; desired format: https://host[/path]"#,
             ],
         ),
         (
@@ -1223,4 +1223,39 @@ fn cel_formats() {
             r#"t: Invalid value: "2019-01-01T00:00:00Z": failed rule: self > timestamp('2020-01-01T00:00:00Z')"#,
         ])
     );
+}
+
+#[test]
+fn crd_conversion_webhook() {
+    let with = |cc: Value| {
+        crd_errors(crd(), move |c| {
+            c["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"clientConfig": cc, "conversionReviewVersions": ["v1"]}});
+        })
+    };
+    assert_eq!(
+        with(json!({"url": "https://hook.example.com/convert"})),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        with(json!({"url": "https://u@h?q=1#f"})),
+        sorted_str(&[
+            r#"spec.conversion.webhookClientConfig.url: Invalid value: "f": fragments are not permitted in the URL"#,
+            r#"spec.conversion.webhookClientConfig.url: Invalid value: "q=1": query parameters are not permitted in the URL"#,
+            r#"spec.conversion.webhookClientConfig.url: Invalid value: "u": user information is not permitted in the URL"#,
+        ])
+    );
+    let mut c = crd();
+    c["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {"clientConfig": {"service": {"name": "s", "namespace": "n", "path": "/a//B"}}, "conversionReviewVersions": ["v1"]}});
+    super::default_crd(&mut c);
+    assert_eq!(
+        c["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"],
+        443
+    );
+    let errs = sorted(super::validate_crd(&c, None));
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    assert_eq!(
+        errs[0],
+        r#"spec.conversion.webhookClientConfig.service.path: Invalid value: "/a//B": segment[1] may not be empty"#
+    );
+    assert!(errs[1].starts_with(r#"spec.conversion.webhookClientConfig.service.path: Invalid value: "/a//B": segment[2]: a lowercase RFC 1123 subdomain"#));
 }

@@ -983,6 +983,7 @@ fn validate_validation(v: &Value, status: bool, path: &str, errs: &mut Vec<Field
         allow_defaults: true,
         defaults_reason: String::new(),
         inside_meta: false,
+        uncorrelatable: None,
     };
     openapi_schema(&node, &spath, &ctx, true, &mut local);
     if local.is_empty() {
@@ -1101,6 +1102,8 @@ struct SchemaCtx {
     allow_defaults: bool,
     defaults_reason: String,
     inside_meta: bool,
+    /// The first list above without list-type map: `oldSelf` cannot be correlated below it.
+    uncorrelatable: Option<String>,
 }
 
 /// Upstream `ValidateCustomResourceDefinitionOpenAPISchema` (without CEL compilation).
@@ -1207,7 +1210,11 @@ fn openapi_schema(
         }
     }
     if let Some(items) = &n.items {
-        openapi_schema(items, &sub(path, "items"), ctx, false, errs);
+        let mut c = ctx.clone();
+        if n.x_list_type.as_deref() != Some("map") && c.uncorrelatable.is_none() {
+            c.uncorrelatable = Some(path.to_string());
+        }
+        openapi_schema(items, &sub(path, "items"), &c, false, errs);
     }
     if n.x_preserve_unknown_fields == Some(false) {
         errs.push(FieldError::invalid(
@@ -1377,12 +1384,17 @@ fn openapi_schema(
             }
         }
     }
-    validation_rules(n, path, errs);
+    validation_rules(n, path, ctx.uncorrelatable.as_deref(), errs);
 }
 
 /// The checks of `x-kubernetes-validations`: the static ones, then (when those pass) that
 /// every rule compiles and sets `optionalOldSelf` only with `oldSelf`.
-fn validation_rules(n: &Node, path: &str, errs: &mut Vec<FieldError>) {
+fn validation_rules(
+    n: &Node,
+    path: &str,
+    uncorrelatable: Option<&str>,
+    errs: &mut Vec<FieldError>,
+) {
     let before = errs.len();
     static_rule_checks(n, path, errs);
     if errs.len() != before || n.x_validations.is_empty() {
@@ -1402,9 +1414,15 @@ fn validation_rules(n: &Node, path: &str, errs: &mut Vec<FieldError>) {
         let Some(c) = compiled.iter().find(|c| c.text() == text) else {
             continue;
         };
-        if !c.uses_old_self()
-            && let Some(o) = r.get("optionalOldSelf").filter(|o| !o.is_null())
-        {
+        if c.uses_old_self() {
+            if let Some(within) = uncorrelatable {
+                errs.push(FieldError::invalid(
+                    &rule_path(i, "rule"),
+                    text,
+                    &format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {within}"),
+                ));
+            }
+        } else if let Some(o) = r.get("optionalOldSelf").filter(|o| !o.is_null()) {
             errs.push(FieldError::invalid(
                 &rule_path(i, "optionalOldSelf"),
                 o.clone(),

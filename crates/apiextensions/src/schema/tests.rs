@@ -1259,3 +1259,19 @@ fn crd_conversion_webhook() {
     );
     assert!(errs[1].starts_with(r#"spec.conversion.webhookClientConfig.service.path: Invalid value: "/a//B": segment[2]: a lowercase RFC 1123 subdomain"#));
 }
+
+#[test]
+fn crd_old_self_under_uncorrelatable_lists() {
+    let errs = crd_errors(crd(), |c| {
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+            ["l"] = json!({
+            "type": "array", "items": {"type": "object", "properties": {"a": {"type": "string",
+                "x-kubernetes-validations": [{"rule": "self == oldSelf"}]}}}});
+    });
+    assert_eq!(
+        errs,
+        sorted_str(&[
+            r#"spec.validation.openAPIV3Schema.properties[spec].properties[l].items.properties[a].x-kubernetes-validations[0].rule: Invalid value: "self == oldSelf": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[spec].properties[l]"#,
+        ])
+    );
+}

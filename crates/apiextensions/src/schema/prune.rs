@@ -159,12 +159,27 @@ impl Pruner {
             return;
         };
         let prefix = join(path, "metadata");
-        meta.retain(|k, _| {
+        meta.retain(|k, v| {
             let known = OBJECT_META_FIELDS.contains(&k.as_str());
             if !known {
                 self.unknown.push(format!("{prefix}.{k}"));
+                return false;
             }
-            known
+            // The round trip through the typed ObjectMeta drops empty (omitempty) fields.
+            !is_empty_meta_value(k, v)
         });
+    }
+}
+
+/// Whether the typed ObjectMeta would omit this field (`omitempty`, and a zero
+/// `creationTimestamp`, which upstream removes explicitly).
+fn is_empty_meta_value(k: &str, v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::String(s) => s.is_empty(),
+        Value::Object(m) => m.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Number(n) => k == "generation" && n.as_i64() == Some(0),
+        Value::Bool(_) => false,
     }
 }

@@ -263,7 +263,7 @@ fn pruning_ported() {
         (
             "embedded resource keeps its type meta and cuts metadata to ObjectMeta",
             json!({"type": "object", "properties": {"e": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"spec": {"type": "object"}}}}}),
-            json!({"metadata": {"name": "a", "bogus": 1}, "e": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "foo": 1}, "spec": {"x": 1}, "status": {}}}),
+            json!({"metadata": {"name": "a", "bogus": 1, "labels": {}, "namespace": "", "creationTimestamp": null, "generation": 0}, "e": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "foo": 1}, "spec": {"x": 1}, "status": {}}}),
             json!({"metadata": {"name": "a"}, "e": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}}}),
             vec!["e.metadata.foo", "e.spec.x", "e.status", "metadata.bogus"],
         ),

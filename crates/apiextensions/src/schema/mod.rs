@@ -7,6 +7,11 @@
 //! Objects are JSON values; errors are the shared [`FieldError`]s, with upstream's paths
 //! and messages (`spec.replicas: Invalid value: "string": spec.replicas in body must be of
 //! type integer: "string"`).
+//!
+//! Upstream's order for a custom resource in a request body (and read from storage): the
+//! decoder prunes ([`Structural::prune`], whose paths feed `fieldValidation`), then defaults
+//! ([`Structural::apply_defaults`]); the strategy then validates ([`Structural::validate`]
+//! or [`Structural::validate_update`]). For a CRD: [`default_crd`], then [`validate_crd`].
 
 use apiserver::registry::FieldError;
 use serde_json::Value;

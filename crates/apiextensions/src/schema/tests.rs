@@ -1275,3 +1275,81 @@ fn crd_old_self_under_uncorrelatable_lists() {
         ])
     );
 }
+
+/// Upstream's CRD validation tables match errors by path and type.
+fn crd_matches(c: &Value) -> Vec<(String, &'static str)> {
+    let mut v: Vec<(String, &'static str)> = super::validate_crd(c, None)
+        .into_iter()
+        .map(|e| (e.field.clone(), e.type_.reason()))
+        .collect();
+    v.sort();
+    v
+}
+
+fn want(list: &[(&str, &'static str)]) -> Vec<(String, &'static str)> {
+    let mut v: Vec<(String, &'static str)> =
+        list.iter().map(|(p, t)| (p.to_string(), *t)).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn crd_validation_tables_ported() {
+    const INVALID: &str = "FieldValueInvalid";
+    const REQUIRED: &str = "FieldValueRequired";
+    const UNSUPPORTED: &str = "FieldValueNotSupported";
+    // "missing values"
+    assert_eq!(
+        crd_matches(&json!({"metadata": {"name": "plural.group.com"}})),
+        want(&[
+            ("status.storedVersions", INVALID),
+            ("metadata.name", INVALID),
+            ("spec.versions", INVALID),
+            ("spec.group", REQUIRED),
+            ("spec.scope", REQUIRED),
+            ("spec.names.plural", REQUIRED),
+            ("spec.names.singular", REQUIRED),
+            ("spec.names.kind", REQUIRED),
+            ("spec.names.listKind", REQUIRED),
+        ])
+    );
+    // "mismatched name"
+    assert_eq!(
+        crd_matches(&json!({"metadata": {"name": "plural.not.group.com"},
+            "spec": {"group": "group.com", "names": {"plural": "plural"}}})),
+        want(&[
+            ("status.storedVersions", INVALID),
+            ("metadata.name", INVALID),
+            ("spec.versions", INVALID),
+            ("spec.scope", REQUIRED),
+            ("spec.names.singular", REQUIRED),
+            ("spec.names.kind", REQUIRED),
+            ("spec.names.listKind", REQUIRED),
+        ])
+    );
+    // "bad names 01" (v1 has no spec.version)
+    let bad = json!({"value": "value()*a"});
+    let names = json!({"plural": "pl()*ural", "singular": bad["value"], "kind": bad["value"], "listKind": bad["value"]});
+    assert_eq!(
+        crd_matches(&json!({"metadata": {"name": "plural.group"},
+            "spec": {"group": "group", "scope": "foo", "names": names},
+            "status": {"acceptedNames": names}})),
+        want(&[
+            ("status.storedVersions", INVALID),
+            ("metadata.name", INVALID),
+            ("spec.group", INVALID),
+            ("spec.scope", UNSUPPORTED),
+            ("spec.names.plural", INVALID),
+            ("spec.names.singular", INVALID),
+            ("spec.names.kind", INVALID),
+            ("spec.names.listKind", INVALID),
+            ("spec.names.listKind", INVALID),
+            ("status.acceptedNames.plural", INVALID),
+            ("status.acceptedNames.singular", INVALID),
+            ("status.acceptedNames.kind", INVALID),
+            ("status.acceptedNames.listKind", INVALID),
+            ("status.acceptedNames.listKind", INVALID),
+            ("spec.versions", INVALID),
+        ])
+    );
+}

@@ -1504,11 +1504,7 @@ fn validate_defaults(n: &Node, path: &str, inside_meta: bool, errs: &mut Vec<Fie
     if let (Some(d), false) = (&n.default, inside_meta) {
         let dpath = sub(path, "default");
         let mut pruned = d.clone();
-        if n.x_embedded_resource {
-            super::prune::prune_resource(&mut pruned, n);
-        } else {
-            super::prune::prune_value(&mut pruned, n);
-        }
+        super::prune::prune_value(&mut pruned, n, n.x_embedded_resource);
         if &pruned != d {
             errs.push(FieldError::invalid(
                 &dpath,

@@ -33,6 +33,9 @@ fn is_meta(k: &str) -> bool {
 #[derive(Default)]
 pub(crate) struct Pruner {
     pub(crate) unknown: Vec<String>,
+    /// Whether `metadata` of resources is cut to ObjectMeta (the request decoder's
+    /// coercion); upstream's pruning alone, used to check defaults, leaves it.
+    pub(crate) coerce_metadata: bool,
 }
 
 fn join(parent: &str, k: &str) -> String {
@@ -48,18 +51,18 @@ fn join(parent: &str, k: &str) -> String {
 pub(crate) fn prune_resource(obj: &mut Value, root: &Node) -> Vec<String> {
     let mut p = Pruner {
         unknown: Vec::new(),
+        coerce_metadata: true,
     };
     p.prune(obj, Some(root), "", true);
     p.unknown.sort();
     p.unknown
 }
 
-/// Prunes a value that is not a resource (a `default`), without the root's type meta rules.
-pub(crate) fn prune_value(obj: &mut Value, s: &Node) -> Vec<String> {
-    let mut p = Pruner {
-        unknown: Vec::new(),
-    };
-    p.prune(obj, Some(s), "", false);
+/// Prunes a value as upstream's pruning algorithm alone does (for a schema's `default`):
+/// as a resource when `is_resource` (keeping its type meta and metadata untouched).
+pub(crate) fn prune_value(obj: &mut Value, s: &Node, is_resource: bool) -> Vec<String> {
+    let mut p = Pruner::default();
+    p.prune(obj, Some(s), "", is_resource);
     p.unknown.sort();
     p.unknown
 }
@@ -155,6 +158,9 @@ impl Pruner {
 
     /// Drops the fields of an embedded resource's `metadata` that ObjectMeta does not have.
     fn coerce_metadata(&mut self, map: &mut Map<String, Value>, path: &str) {
+        if !self.coerce_metadata {
+            return;
+        }
         let Some(Value::Object(meta)) = map.get_mut("metadata") else {
             return;
         };

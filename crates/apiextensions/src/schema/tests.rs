@@ -1144,7 +1144,7 @@ fn pruning_nested_preserve_unknown_fields_ported() {
         "preservingAdditionalPropertiesNotInheritingXPreserveUnknownFields": {"foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}},
         "preservingAdditionalPropertiesKeyPruneValues": {"foo": {"specified": {"unspecified": "bar"}, "unspecified": "bar"}}
     });
-    let pruned = super::prune::prune_value(&mut obj, &schema);
+    let pruned = super::prune::prune_value(&mut obj, &schema, false);
     assert_eq!(
         obj,
         json!({
@@ -1176,7 +1176,7 @@ fn pruning_nested_preserve_unknown_fields_ported() {
     let schema = node(json!({"properties": {"a": {}, "c": {"additionalProperties": false}}}));
     let mut obj =
         json!({"a": 1, "b": 1, "c": {"a": 1, "b": 2, "c": {"a": 1, "apiVersion": "unknown"}}});
-    let pruned = super::prune::prune_value(&mut obj, &schema);
+    let pruned = super::prune::prune_value(&mut obj, &schema, false);
     assert_eq!(obj, json!({"a": 1, "c": {"a": 1, "b": 2, "c": {}}}));
     assert_eq!(pruned, vec!["b", "c.c.a", "c.c.apiVersion"]);
 
@@ -1350,6 +1350,56 @@ fn crd_validation_tables_ported() {
             ("status.acceptedNames.listKind", INVALID),
             ("status.acceptedNames.listKind", INVALID),
             ("spec.versions", INVALID),
+        ])
+    );
+}
+
+#[test]
+fn crd_invalid_defaults_ported() {
+    let mut c = crd();
+    c["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = json!({"type": "object", "properties": {
+        "a": {"type": "object", "properties": {"foo": {"type": "string"}}, "default": {"foo": "abc", "bar": 42}},
+        "b": {"type": "object", "properties": {"foo": {"type": "string"}}, "default": {"foo": "abc"}},
+        "c": {"type": "object", "properties": {"foo": {"type": "string"}}, "default": {"foo": 42}},
+        "d": {"type": "object", "properties": {"good": {"type": "string", "pattern": "a"}, "bad": {"type": "string", "pattern": "b"}},
+            "default": {"good": "a", "bad": "a"}},
+        "e": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": {
+            "preserveUnknownFields": {"type": "object", "default": {"foo": "abc", "bar": 42}},
+            "nestedProperties": {"type": "object", "properties": {"foo": {"type": "string"}}, "default": {"foo": "abc", "bar": 42}}
+        }},
+        "embedded-fine": {"type": "object", "x-kubernetes-embedded-resource": true, "properties": {"foo": {"type": "string"}},
+            "default": {"foo": "abc", "apiVersion": "foo/v1", "kind": "v1", "metadata": {"name": "foo"}}},
+        "embedded-preserve": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {"foo": {"type": "string"}},
+            "default": {"foo": "abc", "apiVersion": "foo/v1", "kind": "v1", "metadata": {"name": "foo"}, "bar": 42}},
+        "embedded-preserve-unpruned-objectmeta": {"type": "object", "x-kubernetes-embedded-resource": true,
+            "x-kubernetes-preserve-unknown-fields": true, "properties": {"foo": {"type": "string"}},
+            "default": {"foo": "abc", "apiVersion": "foo/v1", "kind": "v1", "metadata": {"name": "foo", "unspecified": "bar"}, "bar": 42}}
+    }});
+    c["spec"]["versions"][0]["subresources"] = json!({});
+    c["spec"]["versions"][0]["additionalPrinterColumns"] = json!([]);
+    super::default_crd(&mut c);
+    let p = "spec.validation.openAPIV3Schema";
+    assert_eq!(
+        crd_matches(&c),
+        want(&[
+            (&format!("{p}.properties[a].default"), "FieldValueInvalid"),
+            (
+                &format!("{p}.properties[c].default.foo"),
+                "FieldValueTypeInvalid"
+            ),
+            (
+                &format!("{p}.properties[d].default.bad"),
+                "FieldValueInvalid"
+            ),
+            (
+                &format!("{p}.properties[e].properties[preserveUnknownFields].default"),
+                "FieldValueInvalid"
+            ),
+            (
+                &format!("{p}.properties[e].properties[nestedProperties].default"),
+                "FieldValueInvalid"
+            ),
         ])
     );
 }

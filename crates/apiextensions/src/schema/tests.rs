@@ -1403,3 +1403,33 @@ fn crd_invalid_defaults_ported() {
         ])
     );
 }
+
+#[test]
+fn crd_metadata_defaults_ported() {
+    let with_schema = |schema: Value| {
+        let mut c = crd();
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema;
+        c["spec"]["versions"][0]["subresources"] = json!({});
+        c["spec"]["versions"][0]["additionalPrinterColumns"] = json!([]);
+        super::default_crd(&mut c);
+        sorted(super::validate_crd(&c, None))
+    };
+    assert_eq!(
+        with_schema(
+            json!({"type": "object", "properties": {"embedded": {"type": "object", "x-kubernetes-embedded-resource": true,
+            "properties": {"metadata": {"type": "object", "properties": {"annotations": {"type": "object",
+                "additionalProperties": {"type": "string", "default": "abc"}}}}}}}})
+        ),
+        sorted_str(&[
+            "spec.validation.openAPIV3Schema.properties[embedded].properties[metadata].properties[annotations].additionalProperties.default: Forbidden: must not be set inside additionalProperties applying to object metadata"
+        ])
+    );
+    assert_eq!(
+        with_schema(
+            json!({"type": "object", "properties": {"metadata": {"type": "object", "default": {"name": "foo"}}}})
+        ),
+        sorted_str(&[
+            "spec.validation.openAPIV3Schema.properties[metadata].default: Forbidden: must not be set in top-level metadata"
+        ])
+    );
+}

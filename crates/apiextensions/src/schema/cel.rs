@@ -237,7 +237,17 @@ fn walk(
             }
             let mut ctx = base.new_inner_scope();
             ctx.add_variable_from_value("self", this.clone());
-            ctx.add_variable_from_value("oldSelf", old_cel.clone().unwrap_or(cel::Value::Null));
+            // With optionalOldSelf, oldSelf is a CEL optional (none on create).
+            let old_self = if r.optional_old_self {
+                let opt = match &old_cel {
+                    Some(o) => cel::objects::OptionalValue::of(o.clone()),
+                    None => cel::objects::OptionalValue::none(),
+                };
+                cel::Value::Opaque(Arc::new(opt))
+            } else {
+                old_cel.clone().unwrap_or(cel::Value::Null)
+            };
+            ctx.add_variable_from_value("oldSelf", old_self);
             let err_path = rule_path(path, &r.field_path);
             match r.program.execute(&ctx) {
                 Ok(cel::Value::Bool(true)) => {}

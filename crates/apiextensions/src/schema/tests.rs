@@ -1433,3 +1433,21 @@ fn crd_metadata_defaults_ported() {
         ])
     );
 }
+
+#[test]
+fn cel_optional_old_self() {
+    let s = object_schema(
+        json!({"field": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "!oldSelf.hasValue() || self == oldSelf.value()", "optionalOldSelf": true, "message": "immutable once set"}
+        ]}}),
+    );
+    assert_eq!(s.validate(&json!({"field": "a"})), Vec::new());
+    assert_eq!(
+        s.validate_update(&json!({"field": "a"}), &json!({"field": "a"})),
+        Vec::new()
+    );
+    assert_eq!(
+        sorted(s.validate_update(&json!({"field": "b"}), &json!({"field": "a"}))),
+        sorted_str(&[r#"field: Invalid value: "b": immutable once set"#])
+    );
+}

@@ -432,7 +432,8 @@ fn escape(name: &str) -> String {
 }
 
 /// The CEL value of `v` under schema `n`: declared properties by their escaped names,
-/// numbers as the schema types them, the root's metadata cut to name and generateName.
+/// numbers as the schema types them, the metadata of the root and of embedded resources cut
+/// to name and generateName.
 fn to_cel(v: &Value, n: &Node, is_root: bool) -> cel::Value {
     match v {
         Value::Null => cel::Value::Null,
@@ -464,7 +465,7 @@ fn to_cel(v: &Value, n: &Node, is_root: bool) -> cel::Value {
             let default = Node::default();
             for (k, x) in map {
                 if let Some(p) = n.properties.get(k) {
-                    let x = if is_root && k == "metadata" {
+                    let x = if (is_root || n.x_embedded_resource) && k == "metadata" {
                         root_metadata(x)
                     } else {
                         x.clone()
@@ -478,7 +479,7 @@ fn to_cel(v: &Value, n: &Node, is_root: bool) -> cel::Value {
                         Some(Additional::Schema(s)) => s,
                         _ => &default,
                     };
-                    let x = if is_root && k == "metadata" {
+                    let x = if (is_root || n.x_embedded_resource) && k == "metadata" {
                         root_metadata(x)
                     } else {
                         x.clone()

@@ -3,3 +3,5 @@
 //! k8s.io/apiextensions-apiserver).
 
 #![warn(missing_docs)]
+
+pub mod schema;

@@ -261,13 +261,24 @@ pub async fn run(
     }));
     let service_range = ServiceRange::parse(&opts.service_cluster_ip_range)
         .map_err(|e| StartError::Setup(format!("--service-cluster-ip-range: {e}")))?;
-    let stores = install_builtin_apis(
+    let (stores, (openapi_service, openapi_v2)) = install_builtin_apis(
         &server,
         backend.storage.clone(),
         &backend.prefix,
         service_range,
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
+    apiextensions::install(
+        &apiextensions,
+        backend.storage.clone(),
+        &backend.prefix,
+        Arc::new(apiextensions::ServicePublisher::new(
+            openapi_service,
+            Some(openapi_v2),
+        )),
+        apiextensions::Seams::default(),
+    )
+    .map_err(setup("installing the apiextensions API"))?;
     server
         .add_post_start_hook(
             "start-system-namespaces-controller",

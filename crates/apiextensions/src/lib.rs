@@ -19,5 +19,7 @@ pub mod serving;
 mod typed;
 
 pub use install::{ApiextensionsHandle, CRD_SYNCED_SIGNAL, InstallError, install};
-pub use openapi::{CustomResourceOpenApi, NoOpenApi, OpenApiPublisher, ServicePublisher};
+pub use openapi::{
+    CustomResourceOpenApi, DeferredPublisher, NoOpenApi, OpenApiPublisher, ServicePublisher,
+};
 pub use seams::{CrdValidator, CustomResourceSchema, SchemaCompiler, Seams};

@@ -151,6 +151,43 @@ impl OpenApiPublisher for NoOpenApi {
     fn publish(&self, _served: &[CustomResourceOpenApi]) {}
 }
 
+/// A publisher whose target is set later (the built-in OpenAPI exists only after the servers
+/// that delegate to the apiextensions server are built); what was published meanwhile is
+/// published when the target is set.
+#[derive(Default)]
+pub struct DeferredPublisher {
+    state: Mutex<(
+        Option<Arc<dyn OpenApiPublisher>>,
+        Option<Vec<CustomResourceOpenApi>>,
+    )>,
+}
+
+impl DeferredPublisher {
+    /// A publisher without a target yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the target and publishes the latest documents on it.
+    pub fn set(&self, target: Arc<dyn OpenApiPublisher>) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(served) = &state.1 {
+            target.publish(served);
+        }
+        state.0 = Some(target);
+    }
+}
+
+impl OpenApiPublisher for DeferredPublisher {
+    fn publish(&self, served: &[CustomResourceOpenApi]) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(target) = &state.0 {
+            target.publish(served);
+        }
+        state.1 = Some(served.to_vec());
+    }
+}
+
 /// Publishes on an [`OpenApiService`]: `/openapi/v2` = `base_v2` plus the custom resources'
 /// paths and definitions; `/openapi/v3/apis/<group>/<version>` per served group-version.
 pub struct ServicePublisher {
@@ -267,6 +304,18 @@ mod tests {
         );
         let v2 = merge_v2(&json!({"paths": {}, "definitions": {}}), &[widget()]);
         assert!(v2["definitions"]["com.example.stable.v1.WidgetList"].is_object());
+    }
+
+    #[test]
+    fn deferred_publisher_publishes_when_set() {
+        let service = OpenApiService::new();
+        let deferred = DeferredPublisher::new();
+        deferred.publish(&[widget()]);
+        assert!(service.v3_paths().is_empty());
+        deferred.set(Arc::new(ServicePublisher::new(service.clone(), None)));
+        assert_eq!(service.v3_paths(), vec!["apis/stable.example.com/v1"]);
+        deferred.publish(&[]);
+        assert!(service.v3_paths().is_empty());
     }
 
     #[test]

@@ -251,6 +251,18 @@ pub async fn run(
         .new("apiextensions-apiserver", Arc::new(not_found))
         .map_err(setup("creating the apiextensions server"))?;
     apiextensions.share_discovery(discovery.clone());
+    // Installed before the kube API server is built: a server copies its delegate's hooks,
+    // health checks and mux-complete signals when it is created. OpenAPI publishing waits for
+    // the built-in documents.
+    let crd_openapi = Arc::new(apiextensions::DeferredPublisher::new());
+    apiextensions::install(
+        &apiextensions,
+        backend.storage.clone(),
+        &backend.prefix,
+        crd_openapi.clone(),
+        apiextensions::Seams::default(),
+    )
+    .map_err(setup("installing the apiextensions API"))?;
     let server = delegate_config(&opts)
         .complete()
         .new("kube-apiserver", Arc::new(apiextensions.clone()))
@@ -268,17 +280,10 @@ pub async fn run(
         service_range,
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
-    apiextensions::install(
-        &apiextensions,
-        backend.storage.clone(),
-        &backend.prefix,
-        Arc::new(apiextensions::ServicePublisher::new(
-            openapi_service,
-            Some(openapi_v2),
-        )),
-        apiextensions::Seams::default(),
-    )
-    .map_err(setup("installing the apiextensions API"))?;
+    crd_openapi.set(Arc::new(apiextensions::ServicePublisher::new(
+        openapi_service,
+        Some(openapi_v2),
+    )));
     server
         .add_post_start_hook(
             "start-system-namespaces-controller",

@@ -173,7 +173,7 @@ async fn custom_resources_with_kubectl() {
     let out = k.run(&["create", "-f", &bad]).await;
     assert!(
         out.stderr.contains(
-            "Widget.example.com \"bad\" is invalid: spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\""
+            "The Widget \"bad\" is invalid: spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\""
         ),
         "{out:?}"
     );
@@ -229,13 +229,43 @@ async fn custom_resources_with_kubectl() {
         "{out:?}"
     );
 
+    let mut smp = client.request(
+        Method::PATCH,
+        "/apis/example.com/v1/namespaces/default/widgets/w1",
+        r#"{"spec":{"size":6}}"#,
+    );
+    smp.headers_mut().insert(
+        "content-type",
+        "application/strategic-merge-patch+json".parse().unwrap(),
+    );
+    let reply = client.send(Proto::H1, smp).await.unwrap();
+    assert_eq!(reply.status, 415, "{}", reply.body);
+    let mut create = client.request(
+        Method::POST,
+        "/apis/example.com/v1/namespaces/default/widgets",
+        r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"bad"},"spec":{"size":"big"}}"#,
+    );
+    create
+        .headers_mut()
+        .insert("content-type", "application/json".parse().unwrap());
+    let raw = client.send(Proto::H1, create).await.unwrap();
+    assert_eq!(raw.status, 422);
+    let status: serde_json::Value = serde_json::from_str(&raw.body).unwrap();
+    assert_eq!(
+        status["message"],
+        "Widget.example.com \"bad\" is invalid: spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\""
+    );
+    assert_eq!(status["details"]["causes"][0]["field"], "spec.size");
+
     // Server-side apply.
     let applied = k.file(
         "applied.yaml",
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w3\nspec:\n  size: 7\n",
     );
     k.ok(&["apply", "--server-side", "-f", &applied]).await;
-    let obj = k.json(&["get", "widget", "w3"]).await;
+    let obj = k
+        .json(&["get", "widget", "w3", "--show-managed-fields"])
+        .await;
     assert_eq!(obj["spec"]["size"], 7);
     let managers: Vec<&str> = obj["metadata"]["managedFields"]
         .as_array()

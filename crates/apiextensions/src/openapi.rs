@@ -151,15 +151,18 @@ impl OpenApiPublisher for NoOpenApi {
     fn publish(&self, _served: &[CustomResourceOpenApi]) {}
 }
 
+/// The target (once set) and the latest documents.
+type DeferredState = (
+    Option<Arc<dyn OpenApiPublisher>>,
+    Option<Vec<CustomResourceOpenApi>>,
+);
+
 /// A publisher whose target is set later (the built-in OpenAPI exists only after the servers
 /// that delegate to the apiextensions server are built); what was published meanwhile is
 /// published when the target is set.
 #[derive(Default)]
 pub struct DeferredPublisher {
-    state: Mutex<(
-        Option<Arc<dyn OpenApiPublisher>>,
-        Option<Vec<CustomResourceOpenApi>>,
-    )>,
+    state: Mutex<DeferredState>,
 }
 
 impl DeferredPublisher {

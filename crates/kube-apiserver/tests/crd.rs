@@ -412,3 +412,125 @@ async fn restart_never_answers_404_for_existing_custom_resources() {
         assert!(ready.contains(check), "{ready}");
     }
 }
+
+const GIZMOS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.example.com
+spec:
+  group: example.com
+  scope: Cluster
+  names:
+    plural: gizmos
+    kind: Gizmo
+  versions:
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+const CONFLICTING: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: others.example.com
+spec:
+  group: example.com
+  scope: Cluster
+  names:
+    plural: others
+    kind: Gizmo
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_versions_cluster_scope_and_name_conflicts() {
+    let server = ApiServer::start(&[]).await;
+    let k = Kubectl::new(&server);
+    let gizmos = k.file("gizmos.yaml", GIZMOS);
+    k.ok(&["apply", "-f", &gizmos]).await;
+    let client = server.admin_client();
+    eventually("gizmos are served", || async {
+        let reply = client
+            .get(Proto::H1, "/apis/example.com/v1/gizmos")
+            .await
+            .ok()?;
+        (reply.status == 200).then_some(())
+    })
+    .await;
+    let g = k.file(
+        "g.yaml",
+        "apiVersion: example.com/v1\nkind: Gizmo\nmetadata:\n  name: g1\nanything: [1, 2]\n",
+    );
+    k.ok(&["create", "-f", &g]).await;
+    // None conversion: the same object through either version, with that apiVersion.
+    let old = k.json(&["get", "gizmos.v1beta1.example.com", "g1"]).await;
+    assert_eq!(old["apiVersion"], "example.com/v1beta1");
+    assert_eq!(old["anything"], serde_json::json!([1, 2]));
+    let new = k.json(&["get", "gizmo", "g1"]).await;
+    assert_eq!(new["apiVersion"], "example.com/v1");
+    // Discovery prefers the highest version.
+    let group: serde_json::Value = serde_json::from_str(
+        &client
+            .get(Proto::H1, "/apis/example.com")
+            .await
+            .unwrap()
+            .body,
+    )
+    .unwrap();
+    assert_eq!(group["preferredVersion"]["version"], "v1");
+    // Cluster-scoped: no namespace paths.
+    let reply = client
+        .get(Proto::H1, "/apis/example.com/v1/namespaces/default/gizmos")
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 404);
+
+    // A CRD asking for a kind already accepted in its group is not established.
+    let conflicting = k.file("others.yaml", CONFLICTING);
+    k.ok(&["apply", "-f", &conflicting]).await;
+    let cond = eventually("NamesAccepted is reported", || async {
+        let crd = k.json(&["get", "crd", "others.example.com"]).await;
+        crd["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "NamesAccepted").cloned())
+    })
+    .await;
+    assert_eq!(cond["status"], "False");
+    // Kind and listKind both conflict; as upstream, the last check's reason is reported.
+    assert_eq!(cond["reason"], "ListKindConflict");
+    assert_eq!(cond["message"], "\"GizmoList\" is already in use");
+    let crd = k.json(&["get", "crd", "others.example.com"]).await;
+    let established = crd["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Established")
+        .unwrap()
+        .clone();
+    assert_eq!(established["status"], "False");
+    assert_eq!(established["reason"], "NotAccepted");
+    let reply = client
+        .get(Proto::H1, "/apis/example.com/v1/others")
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 404);
+}

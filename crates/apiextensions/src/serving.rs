@@ -4,15 +4,21 @@
 //! discovery manager (source `Crd`), and their OpenAPI.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use apiserver::endpoints::discovery::version_order::compare_kube_aware_versions;
 use apiserver::endpoints::discovery::{DiscoveryManager, Priority, Source, VersionOptions};
 use apiserver::endpoints::installer::{GroupVersionHandler, api_resource};
-use apiserver::registry::rest::RestStorage;
+use apiserver::registry::Strategy;
+use apiserver::registry::rest::{
+    BoxFuture, CreateOptions, DeleteOptions, GetOptions, ListOptions, ObjectWatch, RequestContext,
+    RestStorage, UpdateFunc, UpdateOptions,
+};
 use apiserver::registry::store::{Store, attrs_func};
 use apiserver::registry::{ResourceInfo, SharedStrategy};
 use apiserver::server::GenericApiServer;
+use apiserver::status::{ApiError, StatusDetails, reason};
 use apiserver::storage::Storage;
 use apiserver::storage::cacher::{Cacher, CacherConfig};
 use serde_json::{Value, json};
@@ -42,6 +48,100 @@ struct ServedCrd {
     /// The watch cache shared by the versions.
     cache: Arc<dyn Storage>,
     versions: Vec<ServedVersion>,
+    /// The CRD is being deleted: no more creates.
+    terminating: Arc<AtomicBool>,
+}
+
+/// The main resource of a served version: the store, refusing creates while the CRD is
+/// terminating (upstream's crdHandler answers 405).
+struct Guarded {
+    store: Store,
+    terminating: Arc<AtomicBool>,
+}
+
+impl RestStorage for Guarded {
+    fn info(&self) -> &ResourceInfo {
+        self.store.info()
+    }
+    fn verbs(&self) -> Vec<&'static str> {
+        self.store.verbs()
+    }
+    fn get<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        opts: &'a GetOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        self.store.get(ctx, name, opts)
+    }
+    fn list<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        self.store.list(ctx, opts)
+    }
+    fn watch<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<ObjectWatch, ApiError>> {
+        self.store.watch(ctx, opts)
+    }
+    fn create<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        obj: Value,
+        opts: &'a CreateOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        if self.terminating.load(Ordering::SeqCst) {
+            let info = self.store.info();
+            let err = ApiError::new(
+                http::StatusCode::METHOD_NOT_ALLOWED,
+                reason::METHOD_NOT_ALLOWED,
+                "create not allowed while custom resource definition is terminating",
+            )
+            .with_details(StatusDetails {
+                group: info.group.clone(),
+                kind: info.resource.clone(),
+                ..Default::default()
+            });
+            return Box::pin(async move { Err(err) });
+        }
+        self.store.create(ctx, obj, opts)
+    }
+    fn update<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        update: UpdateFunc,
+        opts: &'a UpdateOptions,
+        force_allow_create: bool,
+    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
+        // Server-side apply of a missing object creates it: not while terminating either.
+        let force_allow_create = force_allow_create && !self.terminating.load(Ordering::SeqCst);
+        self.store
+            .update(ctx, name, update, opts, force_allow_create)
+    }
+    fn delete<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        opts: &'a DeleteOptions,
+    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
+        self.store.delete(ctx, name, opts)
+    }
+    fn delete_collection<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        delete: &'a DeleteOptions,
+        list: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        self.store.delete_collection(ctx, delete, list)
+    }
+    fn strategy(&self) -> Option<&dyn Strategy> {
+        self.store.strategy()
+    }
 }
 
 /// The custom resources a server serves.
@@ -152,7 +252,12 @@ impl CrdServing {
         }
     }
 
-    fn build(&self, crd: &Value, cache: Option<Arc<dyn Storage>>) -> ServedCrd {
+    fn build(
+        &self,
+        crd: &Value,
+        cache: Option<Arc<dyn Storage>>,
+        terminating: Arc<AtomicBool>,
+    ) -> ServedCrd {
         let root = self.key_root(crd);
         let cache = cache.unwrap_or_else(|| {
             let mut config = CacherConfig::new(&format!("{root}/"));
@@ -218,7 +323,13 @@ impl CrdServing {
             ));
             let store = Store::new(strategy, cache.clone(), &root);
             let mut resources: BTreeMap<String, Arc<dyn RestStorage>> = BTreeMap::new();
-            resources.insert(info.resource.clone(), Arc::new(store.clone()));
+            resources.insert(
+                info.resource.clone(),
+                Arc::new(Guarded {
+                    store: store.clone(),
+                    terminating: terminating.clone(),
+                }),
+            );
             if version.pointer("/subresources/status").is_some() {
                 resources.insert(
                     format!("{}/status", info.resource),
@@ -246,6 +357,7 @@ impl CrdServing {
             group: s(crd, "/spec/group").to_string(),
             cache,
             versions: served_versions,
+            terminating,
         }
     }
 
@@ -271,11 +383,15 @@ impl CrdServing {
         }
         for (name, crd) in &wanted {
             let current = served.get(name);
-            if current.is_some_and(|c| c.basis == basis(crd)) {
-                continue;
+            let terminating = crd.pointer("/metadata/deletionTimestamp").is_some();
+            if let Some(current) = current {
+                current.terminating.store(terminating, Ordering::SeqCst);
+                if current.basis == basis(crd) {
+                    continue;
+                }
             }
             let cache = current.map(|c| c.cache.clone());
-            let built = self.build(crd, cache);
+            let built = self.build(crd, cache, Arc::new(AtomicBool::new(terminating)));
             if let Some(old) = served.insert(name.clone(), built) {
                 touched.insert(old.group);
             }

@@ -128,24 +128,64 @@ async fn custom_resource_paths_wait_for_the_crds_then_fall_through() {
         .unwrap();
     assert_eq!(crd_obj["status"]["acceptedNames"]["kind"], "Widget");
 
-    // Deleting the CRD: the finalizer controller deletes the instances, then the CRD goes and
-    // its routes with it.
+    // Deleting the CRD: the finalizer controller deletes the instances (one holds it with a
+    // finalizer of its own: creates are refused meanwhile), then the CRD goes and its routes
+    // with it.
+    let ctx = RequestContext::default();
     let widgets = handle.serving.store_of("widgets.example.com").unwrap();
-    widgets
-        .create(
-            &RequestContext::default(),
-            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
-            &CreateOptions::default(),
-        )
-        .await
-        .unwrap();
+    for (name, finalizers) in [("w", json!([])), ("held", json!(["example.com/hold"]))] {
+        widgets
+            .create(
+                &ctx,
+                json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                       "metadata": {"name": name, "finalizers": finalizers}}),
+                &CreateOptions::default(),
+            )
+            .await
+            .unwrap();
+    }
     handle
         .crds
-        .delete(
-            &RequestContext::default(),
-            "widgets.example.com",
-            &Default::default(),
-        )
+        .delete(&ctx, "widgets.example.com", &Default::default())
+        .await
+        .unwrap();
+    assert!(controller.pass().await.is_ok());
+    let crd_obj = handle
+        .crds
+        .get(&ctx, "widgets.example.com", &Default::default())
+        .await
+        .unwrap();
+    let terminating = crd_obj["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Terminating")
+        .unwrap()
+        .clone();
+    assert_eq!(terminating["reason"], "InstanceDeletionInProgress");
+    let req: Request = http::Request::post("/apis/example.com/v1/widgets")
+        .header("content-type", "application/json")
+        .body(full(
+            r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"late"}}"#,
+        ))
+        .unwrap();
+    let resp = Next::new(front.handler().full_handler_chain.clone())
+        .run(req)
+        .await;
+    assert_eq!(resp.status(), 405);
+    let body = read_limited(resp.into_body(), 0).await.unwrap().unwrap();
+    assert!(
+        String::from_utf8_lossy(&body)
+            .contains("create not allowed while custom resource definition is terminating")
+    );
+    // The holder lets go; the next pass finishes.
+    let release = Box::new(|current: Option<&Value>| {
+        let mut obj = current.cloned().unwrap();
+        obj["metadata"]["finalizers"] = json!([]);
+        Ok(obj)
+    });
+    widgets
+        .update(&ctx, "held", release, &Default::default(), false)
         .await
         .unwrap();
     controller.pass().await.unwrap();
@@ -155,19 +195,12 @@ async fn custom_resource_paths_wait_for_the_crds_then_fall_through() {
     assert!(
         handle
             .crds
-            .get(
-                &RequestContext::default(),
-                "widgets.example.com",
-                &Default::default()
-            )
+            .get(&ctx, "widgets.example.com", &Default::default())
             .await
             .is_err()
     );
     assert!(
-        widgets
-            .list(&RequestContext::default(), &Default::default())
-            .await
-            .unwrap()["items"]
+        widgets.list(&ctx, &Default::default()).await.unwrap()["items"]
             .as_array()
             .unwrap()
             .is_empty()

@@ -139,7 +139,10 @@ async fn custom_resources_against_configmaps() {
     }
     eventually("all served", || async {
         let r = client
-            .get(Proto::H1, &format!("/apis/bench.example.com/v1/things{CRDS}"))
+            .get(
+                Proto::H1,
+                &format!("/apis/bench.example.com/v1/things{CRDS}"),
+            )
             .await
             .ok()?;
         (r.status == 200).then_some(())

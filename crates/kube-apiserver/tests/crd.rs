@@ -361,7 +361,15 @@ async fn restart_never_answers_404_for_existing_custom_resources() {
         let mut server = ApiServer::builder().data_dir(&data).start().await;
         let k = Kubectl::new(&server);
         let crd = k.file("crd.yaml", CRD);
-        k.ok(&["apply", "-f", &crd]).await;
+        // kubectl 1.20 validates the CRD against /openapi/v2 before sending it (a string
+        // `default` must pass the free-form JSON type).
+        let out = run_tool(
+            "kubectl-1.20",
+            k.home.path(),
+            &["--kubeconfig", &k.kubeconfig, "apply", "-f", &crd],
+        )
+        .await;
+        assert_eq!(out.code, Some(0), "{out:?}");
         let client = server.admin_client();
         eventually("served", || async {
             let reply = client

@@ -283,8 +283,9 @@ pub fn validate_basics(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
         .count();
     if versions.is_empty() {
-        errs.push(FieldError::required(
+        errs.push(FieldError::invalid(
             "spec.versions",
+            json!([]),
             "must have exactly one version marked as storage version",
         ));
     } else if storage != 1 {

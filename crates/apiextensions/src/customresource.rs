@@ -199,6 +199,18 @@ impl Strategy for CustomResourceStrategy {
             };
         }
         self.prune_and_default(new);
+        // Without a status subresource, status is part of what the generation tracks (the
+        // store compares everything else).
+        if !self.status_subresource && new.get("status") != old.get("status") {
+            let next = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                + 1;
+            if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("generation".into(), json!(next));
+            }
+        }
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
@@ -572,6 +584,12 @@ mod tests {
             json!({"metadata": {"name": "w"}, "spec": {"replicas": 3}, "status": {"x": 2}});
         s.prepare_for_update(&mut new, &old);
         assert_eq!(new["status"], json!({"x": 1}));
+        // Without a status subresource a status change bumps the generation.
+        let plain = strategy(&json!({"name": "v1"}));
+        let old = json!({"metadata": {"name": "w", "generation": 2}, "status": {"x": 1}});
+        let mut new = json!({"metadata": {"name": "w", "generation": 2}, "status": {"x": 2}});
+        plain.prepare_for_update(&mut new, &old);
+        assert_eq!(new["metadata"]["generation"], 3);
         assert!(!s.supports_strategic_merge_patch());
     }
 

@@ -9,6 +9,61 @@ use std::sync::{Arc, Mutex};
 use apiserver::endpoints::openapi::OpenApiService;
 use serde_json::{Map, Value, json};
 
+/// The definition custom resources' `metadata` refers to.
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+
+/// `OBJECT_META` and every definition it refers to, from a Swagger 2.0 document's
+/// definitions, with references rewritten for OpenAPI 3.0 (`#/components/schemas/`).
+pub fn object_meta_closure_v3(v2: &Value) -> Map<String, Value> {
+    fn refs(value: &Value, out: &mut Vec<String>) {
+        match value {
+            Value::Object(map) => {
+                if let Some(Value::String(r)) = map.get("$ref")
+                    && let Some(name) = r.strip_prefix("#/definitions/")
+                {
+                    out.push(name.to_string());
+                }
+                map.values().for_each(|v| refs(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+            _ => {}
+        }
+    }
+    fn rewrite(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.iter()
+                    .map(|(k, v)| match (k.as_str(), v) {
+                        ("$ref", Value::String(r)) => (
+                            k.clone(),
+                            json!(r.replace("#/definitions/", "#/components/schemas/")),
+                        ),
+                        _ => (k.clone(), rewrite(v)),
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.iter().map(rewrite).collect()),
+            other => other.clone(),
+        }
+    }
+    let mut out = Map::new();
+    let Some(defs) = v2.get("definitions").and_then(Value::as_object) else {
+        return out;
+    };
+    let mut todo = vec![OBJECT_META.to_string()];
+    while let Some(name) = todo.pop() {
+        if out.contains_key(&name) {
+            continue;
+        }
+        let Some(def) = defs.get(&name) else {
+            continue;
+        };
+        refs(def, &mut todo);
+        out.insert(name, rewrite(def));
+    }
+    out
+}
+
 /// One served version of a custom resource, for OpenAPI.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CustomResourceOpenApi {
@@ -42,8 +97,9 @@ impl CustomResourceOpenApi {
     }
 
     /// The kind's schema with the `x-kubernetes-group-version-kind` extension and the
-    /// standard `apiVersion`, `kind` and `metadata` properties.
-    fn kind_schema(&self, schema: &Value, kind: &str) -> Value {
+    /// standard `apiVersion`, `kind` and `metadata` properties (`metadata` referring to
+    /// `ObjectMeta` under `meta_prefix` when the document has it).
+    fn kind_schema(&self, schema: &Value, kind: &str, meta_prefix: Option<&str>) -> Value {
         let mut out = schema.clone();
         if !out.is_object() {
             out = json!({"type": "object"});
@@ -55,7 +111,14 @@ impl CustomResourceOpenApi {
             if let Some(props) = props.as_object_mut() {
                 props.insert("apiVersion".into(), json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"}));
                 props.insert("kind".into(), json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"}));
-                props.insert("metadata".into(), json!({"type": "object", "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"}));
+                let description = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+                let metadata = match meta_prefix {
+                    Some(prefix) => {
+                        json!({"$ref": format!("{prefix}{OBJECT_META}"), "description": description})
+                    }
+                    None => json!({"type": "object", "description": description}),
+                };
+                props.insert("metadata".into(), metadata);
             }
         }
         out
@@ -196,6 +259,8 @@ impl OpenApiPublisher for DeferredPublisher {
 pub struct ServicePublisher {
     service: OpenApiService,
     base_v2: Option<Arc<Value>>,
+    /// `ObjectMeta` and what it refers to, for the v3 documents.
+    meta_v3: Map<String, Value>,
     published_v3: Mutex<BTreeSet<String>>,
 }
 
@@ -203,9 +268,14 @@ impl ServicePublisher {
     /// A publisher on `service`, merging into `base_v2` (the built-in Swagger document; `None`
     /// leaves `/openapi/v2` alone).
     pub fn new(service: OpenApiService, base_v2: Option<Arc<Value>>) -> Self {
+        let meta_v3 = base_v2
+            .as_deref()
+            .map(object_meta_closure_v3)
+            .unwrap_or_default();
         ServicePublisher {
             service,
             base_v2,
+            meta_v3,
             published_v3: Mutex::default(),
         }
     }
@@ -214,10 +284,13 @@ impl ServicePublisher {
 /// The Swagger 2.0 document `base` with `served` merged in.
 pub fn merge_v2(base: &Value, served: &[CustomResourceOpenApi]) -> Value {
     let mut doc = base.clone();
+    let meta = base
+        .pointer(&format!("/definitions/{OBJECT_META}"))
+        .map(|_| "#/definitions/");
     for cr in served {
         let name = cr.definition_name();
         if let Some(defs) = doc.get_mut("definitions").and_then(Value::as_object_mut) {
-            defs.insert(name.clone(), cr.kind_schema(&cr.schema_v2, &cr.kind));
+            defs.insert(name.clone(), cr.kind_schema(&cr.schema_v2, &cr.kind, meta));
             defs.insert(format!("{name}List"), cr.list_schema("#/definitions/"));
         }
         if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
@@ -227,8 +300,14 @@ pub fn merge_v2(base: &Value, served: &[CustomResourceOpenApi]) -> Value {
     doc
 }
 
-/// The OpenAPI 3.0 documents of `served`, by group-version path (`apis/<group>/<version>`).
-pub fn v3_documents(served: &[CustomResourceOpenApi]) -> BTreeMap<String, Value> {
+/// The OpenAPI 3.0 documents of `served`, by group-version path (`apis/<group>/<version>`);
+/// `meta` (see [`object_meta_closure_v3`]) is added to each so that `metadata` can refer to
+/// `ObjectMeta`.
+pub fn v3_documents(
+    served: &[CustomResourceOpenApi],
+    meta: &Map<String, Value>,
+) -> BTreeMap<String, Value> {
+    let meta_prefix = (!meta.is_empty()).then_some("#/components/schemas/");
     let mut docs: BTreeMap<String, Value> = BTreeMap::new();
     for cr in served {
         let path = format!("apis/{}/{}", cr.group, cr.version);
@@ -241,7 +320,11 @@ pub fn v3_documents(served: &[CustomResourceOpenApi]) -> BTreeMap<String, Value>
             .pointer_mut("/components/schemas")
             .and_then(Value::as_object_mut)
         {
-            schemas.insert(name.clone(), cr.kind_schema(&cr.schema_v3, &cr.kind));
+            schemas.extend(meta.iter().map(|(k, v)| (k.clone(), v.clone())));
+            schemas.insert(
+                name.clone(),
+                cr.kind_schema(&cr.schema_v3, &cr.kind, meta_prefix),
+            );
             schemas.insert(
                 format!("{name}List"),
                 cr.list_schema("#/components/schemas/"),
@@ -259,7 +342,7 @@ impl OpenApiPublisher for ServicePublisher {
         if let Some(base) = &self.base_v2 {
             self.service.set_v2(&merge_v2(base, served));
         }
-        let docs = v3_documents(served);
+        let docs = v3_documents(served, &self.meta_v3);
         let mut published = self.published_v3.lock().unwrap_or_else(|p| p.into_inner());
         for stale in published.iter().filter(|p| !docs.contains_key(*p)) {
             self.service.remove_v3(stale);
@@ -292,7 +375,7 @@ mod tests {
     #[test]
     fn documents_name_kinds_as_upstream() {
         assert_eq!(widget().definition_name(), "com.example.stable.v1.Widget");
-        let docs = v3_documents(&[widget()]);
+        let docs = v3_documents(&[widget()], &Map::new());
         let doc = &docs["apis/stable.example.com/v1"];
         let schema = &doc["components"]["schemas"]["com.example.stable.v1.Widget"];
         assert_eq!(
@@ -307,6 +390,35 @@ mod tests {
         );
         let v2 = merge_v2(&json!({"paths": {}, "definitions": {}}), &[widget()]);
         assert!(v2["definitions"]["com.example.stable.v1.WidgetList"].is_object());
+    }
+
+    #[test]
+    fn metadata_refers_to_object_meta_when_the_base_has_it() {
+        let base = json!({"paths": {}, "definitions": {
+            OBJECT_META: {"properties": {"ownerReferences": {"items": {"$ref": "#/definitions/x.OwnerReference"}}}},
+            "x.OwnerReference": {"properties": {"uid": {"type": "string"}}},
+            "x.Unrelated": {}}});
+        let v2 = merge_v2(&base, &[widget()]);
+        assert_eq!(
+            v2["definitions"]["com.example.stable.v1.Widget"]["properties"]["metadata"]["$ref"],
+            format!("#/definitions/{OBJECT_META}")
+        );
+        let meta = object_meta_closure_v3(&base);
+        assert_eq!(
+            meta.keys().collect::<Vec<_>>(),
+            vec![OBJECT_META, "x.OwnerReference"]
+        );
+        assert_eq!(
+            meta[OBJECT_META]["properties"]["ownerReferences"]["items"]["$ref"],
+            "#/components/schemas/x.OwnerReference"
+        );
+        let docs = v3_documents(&[widget()], &meta);
+        let schemas = &docs["apis/stable.example.com/v1"]["components"]["schemas"];
+        assert!(schemas["x.OwnerReference"].is_object());
+        assert_eq!(
+            schemas["com.example.stable.v1.Widget"]["properties"]["metadata"]["$ref"],
+            format!("#/components/schemas/{OBJECT_META}")
+        );
     }
 
     #[test]

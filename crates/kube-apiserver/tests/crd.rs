@@ -320,6 +320,8 @@ async fn custom_resources_with_kubectl() {
         "{explained}"
     );
     assert!(explained.contains("size"), "{explained}");
+    let explained = k.ok(&["explain", "widgets.metadata"]).await;
+    assert!(explained.contains("ownerReferences"), "{explained}");
 
     // Discovery.
     let resources = k.ok(&["api-resources", "--api-group=example.com"]).await;

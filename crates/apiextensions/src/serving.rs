@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use apiserver::endpoints::discovery::version_order::compare_kube_aware_versions;
-use apiserver::endpoints::discovery::{DiscoveryManager, Priority, Source, VersionOptions};
+use apiserver::endpoints::discovery::{
+    DiscoveryManager, Priority, Source, VersionOptions, storage_version_hash,
+};
 use apiserver::endpoints::installer::{GroupVersionHandler, api_resource};
 use apiserver::registry::Strategy;
 use apiserver::registry::rest::{
@@ -48,6 +50,9 @@ struct ServedCrd {
     /// The watch cache shared by the versions.
     cache: Arc<dyn Storage>,
     versions: Vec<ServedVersion>,
+    /// Discovery's `storageVersionHash` of every served version: upstream hashes the
+    /// storage version's group, version and kind.
+    hash: String,
     /// The CRD is being deleted: no more creates.
     terminating: Arc<AtomicBool>,
 }
@@ -352,7 +357,9 @@ impl CrdServing {
         // The storage version first, so cleanup and store_of use it.
         let storage_version = crate::crd::storage_version(crd).unwrap_or_default();
         served_versions.sort_by_key(|v| v.version != storage_version);
+        let kind = s(crd, "/status/acceptedNames/kind");
         ServedCrd {
+            hash: storage_version_hash(s(crd, "/spec/group"), &storage_version, kind),
             basis: basis(crd),
             group: s(crd, "/spec/group").to_string(),
             cache,
@@ -416,12 +423,14 @@ impl CrdServing {
         let routes = &self.server.handler().api_routes;
         let mut by_version: BTreeMap<String, BTreeMap<String, Arc<dyn RestStorage>>> =
             BTreeMap::new();
+        let mut hashes: BTreeMap<String, String> = BTreeMap::new();
         for crd in served.values().filter(|c| c.group == group) {
             for v in &crd.versions {
                 by_version
                     .entry(v.version.clone())
                     .or_default()
                     .extend(v.resources.iter().map(|(k, s)| (k.clone(), s.clone())));
+                hashes.insert(v.openapi.resource.clone(), crd.hash.clone());
             }
         }
         let mut groups = self.groups.lock().unwrap_or_else(|p| p.into_inner());
@@ -450,7 +459,13 @@ impl CrdServing {
             let resources = &by_version[version];
             let entries = resources
                 .iter()
-                .map(|(path, storage)| api_resource(path, storage.as_ref(), group, version))
+                .map(|(path, storage)| {
+                    let mut entry = api_resource(path, storage.as_ref(), group, version);
+                    if let Some(hash) = hashes.get(path) {
+                        entry.storage_version_hash = hash.clone();
+                    }
+                    entry
+                })
                 .collect();
             let options = VersionOptions {
                 source: Source::Crd,

@@ -507,6 +507,27 @@ async fn several_versions_cluster_scope_and_name_conflicts() {
     )
     .unwrap();
     assert_eq!(group["preferredVersion"]["version"], "v1");
+    // Every served version advertises the storage version's hash.
+    let mut hashes = Vec::new();
+    for version in ["v1", "v1beta1"] {
+        let list: serde_json::Value = serde_json::from_str(
+            &client
+                .get(Proto::H1, &format!("/apis/example.com/{version}"))
+                .await
+                .unwrap()
+                .body,
+        )
+        .unwrap();
+        let gizmos = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == "gizmos")
+            .unwrap()
+            .clone();
+        hashes.push(gizmos["storageVersionHash"].as_str().unwrap().to_string());
+    }
+    assert_eq!(hashes[0], hashes[1]);
     // Cluster-scoped: no namespace paths.
     let reply = client
         .get(Proto::H1, "/apis/example.com/v1/namespaces/default/gizmos")

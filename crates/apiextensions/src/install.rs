@@ -45,6 +45,8 @@ pub struct ApiextensionsHandle {
     pub serving: Arc<CrdServing>,
     /// Fires once the CRDs that existed at start are served.
     pub synced: Signal,
+    /// Cancelled by the server's `destroy` (stops the controllers).
+    pub destroyed: CancellationToken,
 }
 
 /// Installs the CRD API and the controllers on `server` (the apiextensions server of the
@@ -104,12 +106,13 @@ pub fn install(
         let crds = crds.clone();
         let serving = serving.clone();
         let synced = synced.clone();
+        let destroyed_for_hook = destroyed.clone();
         server.add_post_start_hook(
             "start-apiextensions-controllers",
             Arc::new(move |ctx| {
                 let controller = CrdController::new(crds.clone(), serving.clone(), synced.clone());
                 let stop = ctx.stop.child_token();
-                let destroyed = destroyed.clone();
+                let destroyed = destroyed_for_hook.clone();
                 tokio::spawn(async move {
                     tokio::select! {
                         _ = destroyed.cancelled() => {}
@@ -139,5 +142,6 @@ pub fn install(
         crds,
         serving,
         synced,
+        destroyed,
     })
 }

@@ -205,4 +205,10 @@ async fn custom_resource_paths_wait_for_the_crds_then_fall_through() {
             .unwrap()
             .is_empty()
     );
+
+    // destroy runs along the whole chain: the front server's reaches the apiextensions
+    // server's and stops its controllers.
+    assert!(!handle.destroyed.is_cancelled());
+    front.clone().prepare_run().destroy();
+    assert!(handle.destroyed.is_cancelled());
 }

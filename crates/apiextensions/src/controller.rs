@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::registry::rest::{
-    DeleteOptions, ListOptions, RequestContext, RestStorage, UpdateOptions,
+    DeleteOptions, ListOptions, ObjectEvent, RequestContext, RestStorage, UpdateOptions,
 };
 use apiserver::registry::store::meta::now_rfc3339;
 use apiserver::registry::store::{StatusStore, Store};
@@ -92,11 +92,21 @@ impl CrdController {
             };
             match self.crds.watch(&ctx(), &opts).await {
                 Ok(mut events) => {
-                    tokio::select! {
+                    let ended = tokio::select! {
                         _ = stop.cancelled() => return,
-                        _ = events.next() => {}
+                        event = events.next() => {
+                            matches!(event, None | Some(ObjectEvent::Error(_)))
+                        }
                         // Resync: instances with finalizers of their own hold a deletion.
-                        _ = tokio::time::sleep(RESYNC) => {}
+                        _ = tokio::time::sleep(RESYNC) => false,
+                    };
+                    if ended {
+                        // A watch that ends at once (e.g. an expired resourceVersion) must
+                        // not turn into a busy loop of passes.
+                        tokio::select! {
+                            _ = stop.cancelled() => return,
+                            _ = tokio::time::sleep(RETRY) => {}
+                        }
                     }
                 }
                 Err(err) => {

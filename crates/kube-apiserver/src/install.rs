@@ -94,21 +94,36 @@ fn key_root(prefix: &str, info: &ResourceInfo) -> String {
     }
 }
 
+/// The OpenAPI service of the built-in API and its Swagger 2.0 document (the base the
+/// apiextensions server merges custom resources into).
+pub type BuiltinOpenApi = (OpenApiService, Arc<Value>);
+
 /// Installs every built-in group on `server` over `storage` (keys under `prefix`) and serves
-/// their OpenAPI documents. Returns the stores (for bootstrap hooks and controllers).
+/// their OpenAPI documents. Returns the stores (for bootstrap hooks and controllers) and the
+/// OpenAPI service.
 pub fn install_builtin_apis(
     server: &GenericApiServer,
     storage: Arc<dyn Storage>,
     prefix: &str,
     service_range: ServiceRange,
-) -> Result<Stores, String> {
+) -> Result<(Stores, BuiltinOpenApi), String> {
     let groups = builtin_groups();
-    let specs: Vec<ResourceSpec> = groups
+    let mut specs: Vec<ResourceSpec> = groups
         .iter()
         .flat_map(|g| g.versions.iter())
         .flat_map(|(_, resources)| resources.iter())
         .filter_map(|r| ResourceSpec::from_info(r.strategy.info(), &r.subresources))
         .collect();
+    // customresourcedefinitions are served by the apiextensions server; its kind is
+    // documented with the built-in ones.
+    specs.extend(ResourceSpec::builtin(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+        "customresourcedefinitions",
+        false,
+        &["status"],
+    ));
     let docs = openapi::build(&specs);
     let service = OpenApiService::new();
     openapi::publish(&service, &docs);
@@ -215,5 +230,5 @@ pub fn install_builtin_apis(
     server
         .install_api_groups(&named)
         .map_err(|e| e.to_string())?;
-    Ok(stores)
+    Ok((stores, (service, v2)))
 }

@@ -251,23 +251,42 @@ pub async fn run(
         .new("apiextensions-apiserver", Arc::new(not_found))
         .map_err(setup("creating the apiextensions server"))?;
     apiextensions.share_discovery(discovery.clone());
+    apiextensions.set_protobuf_decoder(Arc::new(|body: &[u8]| {
+        apiserver::endpoints::protobuf::decode_kubernetes_protobuf(body)
+    }));
+    // Installed before the kube API server is built: a server copies its delegate's hooks,
+    // health checks and mux-complete signals when it is created. OpenAPI publishing waits for
+    // the built-in documents.
+    let crd_openapi = Arc::new(apiextensions::DeferredPublisher::new());
+    apiextensions::install(
+        &apiextensions,
+        backend.storage.clone(),
+        &backend.prefix,
+        crd_openapi.clone(),
+        apiextensions::Seams::default(),
+    )
+    .map_err(setup("installing the apiextensions API"))?;
     let server = delegate_config(&opts)
         .complete()
         .new("kube-apiserver", Arc::new(apiextensions.clone()))
         .map_err(setup("creating the server"))?;
     server.share_discovery(discovery.clone());
-    server.set_protobuf_decoder(std::sync::Arc::new(|body: &[u8]| {
+    server.set_protobuf_decoder(Arc::new(|body: &[u8]| {
         apiserver::endpoints::protobuf::decode_kubernetes_protobuf(body)
     }));
     let service_range = ServiceRange::parse(&opts.service_cluster_ip_range)
         .map_err(|e| StartError::Setup(format!("--service-cluster-ip-range: {e}")))?;
-    let stores = install_builtin_apis(
+    let (stores, (openapi_service, openapi_v2)) = install_builtin_apis(
         &server,
         backend.storage.clone(),
         &backend.prefix,
         service_range,
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
+    crd_openapi.set(Arc::new(apiextensions::ServicePublisher::new(
+        openapi_service,
+        Some(openapi_v2),
+    )));
     server
         .add_post_start_hook(
             "start-system-namespaces-controller",

@@ -337,7 +337,7 @@ fn validate_spec(spec: &Value, errs: &mut Vec<FieldError>) {
             {
                 errs.push(FieldError::required(
                     &format!("spec.versions[{i}].schema.openAPIV3Schema"),
-                    "",
+                    "schemas are required",
                 ));
             }
         }

@@ -792,7 +792,7 @@ fn crd_validation() {
                     .unwrap()
                     .remove("schema");
             }),
-            vec!["spec.versions[0].schema.openAPIV3Schema: Required value"],
+            vec!["spec.versions[0].schema.openAPIV3Schema: Required value: schemas are required"],
         ),
         (
             "non-structural (hoisted to spec.validation)",

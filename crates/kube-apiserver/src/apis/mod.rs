@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use apiserver::registry::Strategy;
 
-pub mod apiextensions;
 pub mod apps;
 pub mod batch;
 pub mod coordination;
@@ -99,10 +98,6 @@ pub fn builtin_groups() -> Vec<GroupDef> {
             versions: vec![("v1", storage::resources())],
         },
         GroupDef {
-            group: "apiextensions.k8s.io",
-            versions: vec![("v1", apiextensions::resources())],
-        },
-        GroupDef {
             group: "scheduling.k8s.io",
             versions: vec![("v1", scheduling::resources())],
         },
@@ -145,7 +140,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(seen.len(), 35);
+        assert_eq!(seen.len(), 34);
     }
 
     #[test]
@@ -204,7 +199,6 @@ mod tests {
             ("poddisruptionbudgets", "pdb"),
             ("storageclasses", "sc"),
             ("priorityclasses", "pc"),
-            ("customresourcedefinitions", "crd"),
         ] {
             assert!(
                 facts[resource].short_names.contains(&short.to_string()),

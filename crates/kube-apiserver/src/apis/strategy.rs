@@ -118,12 +118,6 @@ impl BuiltinStrategy {
         self
     }
 
-    /// Updates must carry `metadata.resourceVersion` (CRDs).
-    pub fn conditional_updates_only(mut self) -> Self {
-        self.unconditional_update = false;
-        self
-    }
-
     /// Defaulting.
     pub fn defaults(mut self, f: DefaultFn) -> Self {
         self.defaults = Some(f);

@@ -137,7 +137,22 @@ pub fn definitions(flavour: Flavour) -> Map<String, Value> {
     generator.subschema_for::<meta::v1::Patch>();
     generator.subschema_for::<meta::v1::APIResourceList>();
     generator.subschema_for::<meta::v1::ListMeta>();
-    generator.take_definitions(true)
+    let mut defs = generator.take_definitions(true);
+    // Upstream publishes the CRD's free-form JSON types with a description only (any value):
+    // a `type: object` or `oneOf` makes kubectl's client-side validation refuse e.g. a string
+    // `default` in a CRD schema.
+    for name in [
+        "JSON",
+        "JSONSchemaPropsOrArray",
+        "JSONSchemaPropsOrBool",
+        "JSONSchemaPropsOrStringArray",
+    ] {
+        let key = format!("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.{name}");
+        if let Some(Value::Object(def)) = defs.get_mut(&key) {
+            def.retain(|k, _| k == "description");
+        }
+    }
+    defs
 }
 
 /// The `<Kind>List` schema of a kind (k8s-openapi has no schema for its generic `List<T>`).

@@ -7,7 +7,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use apiserver::audit::{AuditOptions, Auditor};
+use apiserver::authn::requestheader::{RequestHeaderConfig, RequestHeaderNames};
 use apiserver::authn::{AuthenticatorOptions, build_authenticator};
+use apiserver::registry::rest::RestStorage;
+use apiserver::server::GenericApiServer;
+use kube_aggregator::{AggregatorConfig, LocalApis, ProxyClientCertFiles};
 use apiserver::authz::{AuthorizationMode, build_authorizer};
 use apiserver::endpoints::discovery::{Addresses, DiscoveryManager};
 use apiserver::request::requestinfo::LongRunningRequestCheck;
@@ -130,6 +134,71 @@ fn delegate_config(opts: &Options) -> Config {
     config
 }
 
+/// The front-proxy authentication of `--requestheader-*` (upstream builds it only when
+/// `--requestheader-client-ca-file` is set).
+fn request_header_config(opts: &Options) -> Option<RequestHeaderConfig> {
+    let ca = opts.requestheader_client_ca_file.as_ref()?;
+    Some(RequestHeaderConfig {
+        names: RequestHeaderNames {
+            username_headers: opts.requestheader_username_headers.clone(),
+            uid_headers: opts.requestheader_uid_headers.clone(),
+            group_headers: opts.requestheader_group_headers.clone(),
+            extra_header_prefixes: opts.requestheader_extra_headers_prefix.clone(),
+        },
+        client_ca: Arc::new(DynamicClientCa::new(ca)),
+        allowed_names: opts.requestheader_allowed_names.clone(),
+    })
+}
+
+/// Installs the aggregation layer on the running server of the chain: APIServices, the
+/// local ones for every group-version of the kube API and apiextensions servers, and the
+/// proxy to remote ones.
+fn install_aggregator(
+    aggregator: &GenericApiServer,
+    opts: &Options,
+    backend: &StorageBackend,
+    stores: &crate::install::Stores,
+    kube: &GenericApiServer,
+    apiextensions: &GenericApiServer,
+) -> Result<(), StartError> {
+    let store = |resource: &str| {
+        stores
+            .get(&(String::new(), resource.to_string()))
+            .map(|s| Arc::new(s.clone()) as Arc<dyn RestStorage>)
+    };
+    let services = store("services")
+        .ok_or_else(|| StartError::Setup("the aggregator needs the services storage".into()))?;
+    let proxy_client_cert = match (&opts.proxy_client_cert_file, &opts.proxy_client_key_file) {
+        (Some(cert), Some(key)) => Some(ProxyClientCertFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        _ => None,
+    };
+    kube_aggregator::install(
+        aggregator,
+        AggregatorConfig {
+            storage: backend.storage.clone(),
+            prefix: backend.prefix.clone(),
+            services,
+            endpoints: store("endpoints"),
+            enable_aggregator_routing: opts.enable_aggregator_routing,
+            proxy_client_cert,
+            local: LocalApis {
+                builtin: vec![kube.handler().api_routes.clone()],
+                custom: vec![apiextensions.handler().api_routes.clone()],
+                own: Vec::new(),
+            },
+            resync_interval: AGGREGATOR_RESYNC,
+        },
+    )
+    .map_err(setup("installing the aggregator"))?;
+    Ok(())
+}
+
+/// How often remote APIServices are re-checked besides on changes (upstream: 30 s).
+const AGGREGATOR_RESYNC: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Builds the server from `opts` and runs it until `stop`.
 pub async fn run(
     opts: Options,
@@ -203,7 +272,7 @@ pub async fn run(
         token_file: opts.token_auth_file.clone(),
         anonymous: opts.anonymous_auth,
         anonymous_paths: Vec::new(),
-        request_header: None,
+        request_header: request_header_config(&opts),
     })
     .map_err(setup("--token-auth-file"))?;
     let modes = opts
@@ -300,6 +369,7 @@ pub async fn run(
         .new("kube-aggregator", Arc::new(server.clone()))
         .map_err(setup("creating the aggregator"))?;
     aggregator.share_discovery(discovery);
+    install_aggregator(&aggregator, &opts, &backend, &stores, &server, &apiextensions)?;
     let server = aggregator;
     let result = server.prepare_run().run(stop).await;
     probes.cancel();

@@ -605,7 +605,6 @@ mod tests {
                 &["--proxy-client-cert-file=a.crt"],
                 "--proxy-client-cert-file and --proxy-client-key-file must be given together",
             ),
-
             (
                 &["--insecure-port=8080", "--insecure-bind-address=0.0.0.0"],
                 "--insecure-allow-remote",

@@ -8,13 +8,12 @@ use std::sync::Arc;
 
 use apiserver::audit::{AuditOptions, Auditor};
 use apiserver::authn::requestheader::{RequestHeaderConfig, RequestHeaderNames};
-use apiserver::authn::{AuthenticatorOptions, build_authenticator};
-use apiserver::registry::rest::RestStorage;
-use apiserver::server::GenericApiServer;
-use kube_aggregator::{AggregatorConfig, LocalApis, ProxyClientCertFiles};
+use apiserver::authn::{AuthenticatorOptions, StaticClientCa, build_authenticator};
 use apiserver::authz::{AuthorizationMode, build_authorizer};
 use apiserver::endpoints::discovery::{Addresses, DiscoveryManager};
+use apiserver::registry::rest::RestStorage;
 use apiserver::request::requestinfo::LongRunningRequestCheck;
+use apiserver::server::GenericApiServer;
 use apiserver::server::routes::flags::FlagSetter;
 use apiserver::server::routes::notfound::not_found_handler;
 use apiserver::server::routes::version::VersionInfo;
@@ -26,6 +25,9 @@ use apiserver::server::serving::{
 use apiserver::server::{Config, EmptyDelegate};
 use apiserver::storage::factory::{StorageBackend, StorageOptions};
 use apiserver::storage::health::{PROBE_INTERVAL, storage_health_check};
+use kube_aggregator::{AggregatorConfig, LocalApis, ProxyClientCertFiles};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
 
 use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
@@ -135,19 +137,30 @@ fn delegate_config(opts: &Options) -> Config {
 }
 
 /// The front-proxy authentication of `--requestheader-*` (upstream builds it only when
-/// `--requestheader-client-ca-file` is set).
-fn request_header_config(opts: &Options) -> Option<RequestHeaderConfig> {
-    let ca = opts.requestheader_client_ca_file.as_ref()?;
-    Some(RequestHeaderConfig {
+/// `--requestheader-client-ca-file` is set). The CA bundle is read once, at start.
+fn request_header_config(opts: &Options) -> Result<Option<RequestHeaderConfig>, StartError> {
+    let Some(ca) = opts.requestheader_client_ca_file.as_ref() else {
+        return Ok(None);
+    };
+    let certs = CertificateDer::pem_file_iter(ca)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(setup("--requestheader-client-ca-file"))?;
+    if certs.is_empty() {
+        return Err(StartError::Setup(format!(
+            "--requestheader-client-ca-file: no certificates in {}",
+            ca.display()
+        )));
+    }
+    Ok(Some(RequestHeaderConfig {
         names: RequestHeaderNames {
             username_headers: opts.requestheader_username_headers.clone(),
             uid_headers: opts.requestheader_uid_headers.clone(),
             group_headers: opts.requestheader_group_headers.clone(),
             extra_header_prefixes: opts.requestheader_extra_headers_prefix.clone(),
         },
-        client_ca: Arc::new(DynamicClientCa::new(ca)),
+        client_ca: Arc::new(StaticClientCa(Arc::new(certs))),
         allowed_names: opts.requestheader_allowed_names.clone(),
-    })
+    }))
 }
 
 /// Installs the aggregation layer on the running server of the chain: APIServices, the
@@ -272,7 +285,7 @@ pub async fn run(
         token_file: opts.token_auth_file.clone(),
         anonymous: opts.anonymous_auth,
         anonymous_paths: Vec::new(),
-        request_header: request_header_config(&opts),
+        request_header: request_header_config(&opts)?,
     })
     .map_err(setup("--token-auth-file"))?;
     let modes = opts
@@ -369,7 +382,14 @@ pub async fn run(
         .new("kube-aggregator", Arc::new(server.clone()))
         .map_err(setup("creating the aggregator"))?;
     aggregator.share_discovery(discovery);
-    install_aggregator(&aggregator, &opts, &backend, &stores, &server, &apiextensions)?;
+    install_aggregator(
+        &aggregator,
+        &opts,
+        &backend,
+        &stores,
+        &server,
+        &apiextensions,
+    )?;
     let server = aggregator;
     let result = server.prepare_run().run(stop).await;
     probes.cancel();

@@ -37,6 +37,9 @@ use crate::transport::{ProxyClientCertFiles, client_config, connect};
 /// group-versions (synced at start), `true` for custom resource ones (kept in sync).
 pub const AUTOMANAGED_LABEL: &str = "kube-aggregator.kubernetes.io/automanaged";
 
+/// How often the local group-versions are compared with the last sync's.
+const LOCAL_POLL: Duration = Duration::from_secs(1);
+
 /// How long a discovery check may take (upstream: 5 s).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -301,6 +304,7 @@ impl Controller {
     /// interval.
     pub async fn run(self, stop: CancellationToken) {
         tokio::spawn(self.clone().watch_changes(stop.clone()));
+        tokio::spawn(self.clone().watch_local(stop.clone()));
         let mut tick = tokio::time::interval(self.inner.options.resync_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -337,6 +341,23 @@ impl Controller {
             tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+            }
+        }
+    }
+
+    /// Triggers a sync when the local group-versions change (a custom resource version
+    /// appears or goes): reading the routes is cheap, so they are compared every second.
+    async fn watch_local(self, stop: CancellationToken) {
+        let mut last = self.inner.local.desired();
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(LOCAL_POLL) => {}
+            }
+            let now = self.inner.local.desired();
+            if now != last {
+                last = now;
+                self.trigger();
             }
         }
     }

@@ -32,7 +32,10 @@ use apiserver::server::{Config, EmptyDelegate};
 use apiserver::status::ApiError;
 use apiserver::storage::factory::{StorageBackend, StorageOptions};
 use base64::Engine;
+use common::client::Proto;
 use common::{ApiServer, DEADLINE, run_tool};
+use http::Method;
+use http_body_util::BodyExt;
 use pki::Ca;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -388,7 +391,7 @@ spec:
         "flunder.yaml",
         "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: my-flunder\n  namespace: wardle\n",
     );
-    let created = kubectl_ok(&server, &["create", "-f", &flunder, "--validate=false"]).await;
+    let created = kubectl_ok(&server, &["create", "-f", &flunder]).await;
     assert_eq!(
         created.trim(),
         "flunder.wardle.example.com/my-flunder created"
@@ -406,6 +409,40 @@ spec:
             "{admin:?}"
         );
     }
+
+    // HTTP/1.1 and HTTP/2 clients are proxied alike; a watch streams through the proxy.
+    let flunders = "/apis/wardle.example.com/v1alpha1/namespaces/wardle/flunders";
+    let client = server.admin_client();
+    for proto in [Proto::H1, Proto::H2] {
+        let reply = client.get(proto, flunders).await.unwrap();
+        assert_eq!(reply.status, 200, "{proto:?}: {reply:?}");
+        assert!(reply.body.contains("\"kind\":\"FlunderList\""), "{reply:?}");
+        assert!(reply.body.contains("my-flunder"), "{reply:?}");
+    }
+    let mut conn = client.connect(Proto::H2).await.unwrap();
+    let watch = conn
+        .send_head(client.request(Method::GET, &format!("{flunders}?watch=1"), ""))
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+    let mut body = watch.into_body();
+    let second = write(
+        "second.yaml",
+        "apiVersion: wardle.example.com/v1alpha1\nkind: Flunder\nmetadata:\n  name: second\n  namespace: wardle\n",
+    );
+    kubectl_ok(&server, &["create", "-f", &second, "--validate=false"]).await;
+    let mut seen = String::new();
+    while !(seen.contains("\"ADDED\"") && seen.contains("second")) {
+        let frame = tokio::time::timeout(DEADLINE, body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("no watch event within {DEADLINE:?}; got {seen}"))
+            .unwrap_or_else(|| panic!("watch ended; got {seen}"))
+            .unwrap();
+        if let Ok(data) = frame.into_data() {
+            seen.push_str(&String::from_utf8_lossy(&data));
+        }
+    }
+    drop(body);
 
     // The backend goes away: its paths get 503, the APIService turns unavailable, and the
     // rest of the server keeps working.

@@ -31,6 +31,7 @@ use rustls_pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
 
 use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
+use crate::frontproxy;
 use crate::install::install_builtin_apis;
 use crate::options::Options;
 use crate::registry::service::ServiceRange;
@@ -233,6 +234,19 @@ pub async fn run(
     .await
     .map_err(setup("opening storage"))?;
     let certs = certificates(&opts)?;
+    let mut opts = opts;
+    let no_front_proxy_flags = opts.requestheader_client_ca_file.is_none()
+        && opts.proxy_client_cert_file.is_none()
+        && opts.proxy_client_key_file.is_none();
+    if certs.admin.is_some() && no_front_proxy_flags {
+        // First-start PKI: the aggregator gets a front-proxy identity too.
+        let dir = opts
+            .cert_dir
+            .clone()
+            .unwrap_or_else(|| opts.data_dir.join("pki"));
+        let pki = frontproxy::ensure_front_proxy_pki(&dir).map_err(StartError::Setup)?;
+        frontproxy::apply_defaults(&mut opts, &pki);
+    }
 
     // Bind first, so the admin kubeconfig carries the real port (also with --secure-port=0).
     let port = u16::try_from(opts.secure_port).unwrap_or(0);
@@ -369,6 +383,16 @@ pub async fn run(
             crate::registry::namespace::namespace_controller_hook(stores.clone()),
         )
         .map_err(setup("registering hooks"))?;
+    if let Some(configmaps) = stores.get(&(String::new(), "configmaps".to_string())) {
+        let data = frontproxy::authentication_info(certs.client_ca.as_deref(), &opts)
+            .map_err(StartError::Setup)?;
+        server
+            .add_post_start_hook(
+                "start-cluster-authentication-info-controller",
+                frontproxy::authentication_info_hook(configmaps.clone(), data),
+            )
+            .map_err(setup("registering hooks"))?;
+    }
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

@@ -136,7 +136,8 @@ struct Wardle {
     _storage: StorageBackend,
 }
 
-async fn start_wardle(dir: &Path, serving: &pki::Pem, front_proxy_ca: &Ca) -> Wardle {
+/// Starts the wardle server trusting the front proxy's CA `front_proxy_ca_pem`.
+async fn start_wardle(dir: &Path, serving: &pki::Pem, front_proxy_ca_pem: &str) -> Wardle {
     let cert = dir.join("wardle.crt");
     let key = dir.join("wardle.key");
     std::fs::write(&cert, &serving.cert).unwrap();
@@ -149,10 +150,13 @@ async fn start_wardle(dir: &Path, serving: &pki::Pem, front_proxy_ca: &Ca) -> Wa
         SecureServingInfo::new(BindAddress::Listener(listener), CertKeyFiles { cert, key });
     // Ask for client certificates: the front proxy's.
     let ca_file = dir.join("wardle-front-proxy-ca.crt");
-    std::fs::write(&ca_file, &front_proxy_ca.pem.cert).unwrap();
+    std::fs::write(&ca_file, front_proxy_ca_pem).unwrap();
     info.client_ca = Some(DynamicClientCa::new(ca_file));
     config.secure_serving = Some(info);
-    let ca_der = rustls::pki_types::CertificateDer::from(front_proxy_ca.pem.cert_der());
+    let ca_der = {
+        use rustls::pki_types::pem::PemObject;
+        rustls::pki_types::CertificateDer::from_pem_slice(front_proxy_ca_pem.as_bytes()).unwrap()
+    };
     config.authenticator = build_authenticator(&AuthenticatorOptions {
         request_header: Some(RequestHeaderConfig {
             names: RequestHeaderNames::standard(),
@@ -270,7 +274,7 @@ async fn kubectl_reaches_an_aggregated_api_through_the_aggregator() {
     // The wardle server's serving certificate, for the name the aggregator verifies.
     let wardle_ca = Ca::new("wardle-ca");
     let serving = wardle_ca.serving("api.wardle.svc", &["api.wardle.svc"]);
-    let mut wardle = start_wardle(dir, &serving, &front_proxy_ca).await;
+    let mut wardle = start_wardle(dir, &serving, &front_proxy_ca.pem.cert).await;
 
     let server = ApiServer::start(&[
         &format!("--proxy-client-cert-file={proxy_cert}"),
@@ -516,4 +520,162 @@ spec:
         |out| !out.contains("wardle.example.com"),
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn generated_front_proxy_identity_and_endpoint_routing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    // No front-proxy flags: the first-start PKI makes the aggregator's identity, and the
+    // extension-apiserver-authentication ConfigMap tells aggregated servers whom to trust.
+    let server = ApiServer::start(&["--enable-aggregator-routing"]).await;
+    let mut front_proxy_ca = String::new();
+    let start = Instant::now();
+    while front_proxy_ca.is_empty() {
+        let out = kubectl(
+            &server,
+            &[
+                "get",
+                "configmap",
+                "-n",
+                "kube-system",
+                "extension-apiserver-authentication",
+                "-o",
+                "jsonpath={.data.requestheader-client-ca-file}",
+            ],
+        )
+        .await;
+        if out.code == Some(0) {
+            front_proxy_ca = out.stdout;
+        } else {
+            assert!(
+                start.elapsed() < DEADLINE,
+                "no authentication ConfigMap: {out:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let names = kubectl_ok(
+        &server,
+        &[
+            "get",
+            "configmap",
+            "-n",
+            "kube-system",
+            "extension-apiserver-authentication",
+            "-o",
+            "jsonpath={.data.requestheader-allowed-names}",
+        ],
+    )
+    .await;
+    assert_eq!(names, "[\"front-proxy-client\"]");
+
+    let wardle_ca = Ca::new("wardle-ca");
+    let serving = wardle_ca.serving("api.wardle.svc", &["api.wardle.svc"]);
+    let wardle = start_wardle(dir, &serving, &front_proxy_ca).await;
+    let port = wardle.addr.port();
+    // A ClusterIP service whose endpoints point at the wardle server; the aggregator routes to
+    // the endpoint (TLS not verified this time).
+    let manifest = format!(
+        r#"apiVersion: v1
+kind: Namespace
+metadata:
+  name: wardle
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: api
+  namespace: wardle
+spec:
+  ports:
+  - name: https
+    port: 443
+    targetPort: {port}
+---
+apiVersion: v1
+kind: Endpoints
+metadata:
+  name: api
+  namespace: wardle
+subsets:
+- addresses:
+  - ip: 127.0.0.1
+  ports:
+  - name: https
+    port: {port}
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1alpha1.wardle.example.com
+spec:
+  group: wardle.example.com
+  version: v1alpha1
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  insecureSkipTLSVerify: true
+  service:
+    namespace: wardle
+    name: api
+"#
+    );
+    let file = dir.join("wardle.yaml");
+    std::fs::write(&file, manifest).unwrap();
+    kubectl_ok(&server, &["apply", "-f", &file.display().to_string()]).await;
+    poll_kubectl(
+        &server,
+        &[
+            "get",
+            "apiservice",
+            "v1alpha1.wardle.example.com",
+            "-o",
+            AVAILABLE,
+        ],
+        "Available=True",
+        |out| out.starts_with("True Passed"),
+    )
+    .await;
+    let listed = kubectl(&server, &["get", "flunders", "-A"]).await;
+    assert_eq!(listed.code, Some(0), "{listed:?}");
+    assert!(listed.stderr.contains("No resources found"), "{listed:?}");
+    assert!(
+        wardle
+            .users
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|u| u.name == "admin"),
+        "the backend never saw admin"
+    );
+
+    // Endpoints without the port: MissingEndpoints.
+    let patch =
+        r#"{"subsets":[{"addresses":[{"ip":"127.0.0.1"}],"ports":[{"name":"other","port":1}]}]}"#;
+    kubectl_ok(
+        &server,
+        &[
+            "patch",
+            "endpoints",
+            "-n",
+            "wardle",
+            "api",
+            "--type=merge",
+            "-p",
+            patch,
+        ],
+    )
+    .await;
+    // The proxy notices at once on the next request; the periodic check would too.
+    let _ = kubectl(&server, &["get", "flunders", "-A"]).await;
+    poll_kubectl(
+        &server,
+        &["get", "apiservice", "v1alpha1.wardle.example.com", "-o", AVAILABLE],
+        "Available=False MissingEndpoints",
+        |out| {
+            out == "False MissingEndpoints: endpoints for service/api in \"wardle\" have no addresses with port name \"https\""
+        },
+    )
+    .await;
+    wardle.stop.cancel();
 }

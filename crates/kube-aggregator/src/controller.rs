@@ -28,6 +28,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::apiservice::{self, ApiServiceView, ServiceReference};
+use crate::openapi::{OpenApiAggregator, RemoteSpecs};
 use crate::priorities::local_priority;
 use crate::proxy::{HandlingInfo, ProxyTarget, outbound_headers};
 use crate::resolver::ServiceResolver;
@@ -248,6 +249,7 @@ struct Inner {
     local: LocalApis,
     options: ControllerOptions,
     remotes: Mutex<BTreeMap<String, Remote>>,
+    openapi: Option<OpenApiAggregator>,
     /// Woken by APIService changes and proxy failures.
     changed: Arc<Notify>,
     /// Fired once every local APIService wanted at start exists.
@@ -266,6 +268,7 @@ impl Controller {
         resolver: ServiceResolver,
         local: LocalApis,
         options: ControllerOptions,
+        openapi: Option<OpenApiAggregator>,
     ) -> Self {
         Controller {
             inner: Arc::new(Inner {
@@ -277,6 +280,7 @@ impl Controller {
                 local,
                 options,
                 remotes: Mutex::default(),
+                openapi,
                 changed: Arc::new(Notify::new()),
                 autoregistered: CancellationToken::new(),
                 synced: CancellationToken::new(),
@@ -379,6 +383,9 @@ impl Controller {
     /// One pass: autoregistration, then every APIService's routes, availability and
     /// discovery.
     pub async fn sync(&self) {
+        if let Some(openapi) = &self.inner.openapi {
+            openapi.sync_local().await;
+        }
         if let Err(err) = self.autoregister().await {
             tracing::warn!("autoregistering local APIServices: {err}");
         } else {
@@ -541,6 +548,9 @@ impl Controller {
         let Some(remote) = self.remotes().remove(name) else {
             return;
         };
+        if let Some(openapi) = &self.inner.openapi {
+            openapi.remove_remote(name);
+        }
         let (group, version) = (remote.view.group, remote.view.version);
         self.inner
             .routes
@@ -607,9 +617,13 @@ impl Controller {
 
         let result = self.probe(view, service, tls).await;
         let availability = match &result {
-            Ok(_) => Availability::passed(),
+            Ok((_, endpoint)) => {
+                self.sync_remote_openapi(view, endpoint).await;
+                Availability::passed()
+            }
             Err(availability) => availability.clone(),
         };
+        let result = result.map(|(resources, _)| resources);
         target.set_available(availability.available);
         let resources = {
             let mut remotes = self.remotes();
@@ -647,83 +661,135 @@ impl Controller {
 
     /// The discovery check: GET `/apis/<group>/<version>` on the server as the aggregator
     /// (`system:kube-aggregator` in `system:masters`), expecting 2xx within 5 s. Returns the
-    /// group-version's resources.
+    /// group-version's resources and the resolved address.
     async fn probe(
         &self,
         view: &ApiServiceView,
         service: &ServiceReference,
         tls: Arc<rustls::ClientConfig>,
-    ) -> Result<Vec<APIResource>, Availability> {
+    ) -> Result<(Vec<APIResource>, Endpoint), Availability> {
         let (host, port) = self
             .inner
             .resolver
             .resolve(service)
             .await
             .map_err(|e| Availability::failed(e.reason(), e.to_string()))?;
+        let endpoint = Endpoint {
+            host,
+            port,
+            tls,
+            server_name: format!("{}.{}.svc", service.name, service.namespace),
+        };
         let path = format!("/apis/{}/{}", view.group, view.version);
-        let authority = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
-        let url = format!("https://{authority}{path}");
-        let failed = |err: String| {
-            Availability::failed(
-                "FailedDiscoveryCheck",
-                format!("failing or missing response from {url}: {err}"),
-            )
-        };
-        let server_name = format!("{}.{}.svc", service.name, service.namespace);
+        let url = endpoint.url(&path);
         let fetch = async {
-            let mut sender = connect(&host, port, tls, &server_name)
-                .await
-                .map_err(|e| format!("Get {url:?}: {e}"))?;
-            let user = UserInfo {
-                name: "system:kube-aggregator".into(),
-                groups: vec![SYSTEM_MASTERS.into()],
-                ..Default::default()
-            };
-            let mut req = http::Request::builder()
-                .method("GET")
-                .uri(path.as_str())
-                .body::<Body>(empty())
-                .map_err(|e| e.to_string())?;
-            let mut headers = outbound_headers(&http::HeaderMap::new(), &user, false);
-            headers.insert(
-                http::header::ACCEPT,
-                http::HeaderValue::from_static("application/json"),
-            );
-            if let Ok(host) = http::HeaderValue::from_str(&authority) {
-                headers.insert(http::header::HOST, host);
-            }
-            *req.headers_mut() = headers;
-            let response = sender
-                .send_request(req)
-                .await
-                .map_err(|e| format!("Get {url:?}: {e}"))?;
-            let status = response.status();
-            if !status.is_success() {
-                return Err(format!("bad status from {url}: {}", status.as_u16()));
-            }
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| e.to_string())?
-                .to_bytes();
-            let doc: Value = serde_json::from_slice(&body).map_err(|e| e.to_string())?;
-            let resources: Vec<APIResource> =
-                serde_json::from_value(doc.get("resources").cloned().unwrap_or(json!([])))
-                    .map_err(|e| e.to_string())?;
-            Ok(resources)
+            let doc = endpoint.get_json(&path).await?;
+            serde_json::from_value::<Vec<APIResource>>(
+                doc.get("resources").cloned().unwrap_or(json!([])),
+            )
+            .map_err(|e| e.to_string())
         };
         match tokio::time::timeout(PROBE_TIMEOUT, fetch).await {
-            Ok(Ok(resources)) => Ok(resources),
-            Ok(Err(err)) => Err(failed(err)),
-            Err(_) => Err(failed(format!(
-                "Get {url:?}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
-            ))),
+            Ok(Ok(resources)) => Ok((resources, endpoint)),
+            Ok(Err(err)) => Err(Availability::failed(
+                "FailedDiscoveryCheck",
+                format!("failing or missing response from {url}: {err}"),
+            )),
+            Err(_) => Err(Availability::failed(
+                "FailedDiscoveryCheck",
+                format!(
+                    "failing or missing response from {url}: Get {url:?}: context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+                ),
+            )),
         }
+    }
+
+    /// Reads the remote server's OpenAPI documents (each optional) into the aggregated ones.
+    async fn sync_remote_openapi(&self, view: &ApiServiceView, endpoint: &Endpoint) {
+        let Some(openapi) = &self.inner.openapi else {
+            return;
+        };
+        let fetch = |path: String| async move {
+            tokio::time::timeout(PROBE_TIMEOUT, endpoint.get_json(&path))
+                .await
+                .ok()
+                .and_then(Result::ok)
+        };
+        let v2 = fetch("/openapi/v2".into()).await;
+        let v3 = fetch(format!("/openapi/v3/apis/{}/{}", view.group, view.version)).await;
+        openapi.set_remote(
+            &view.name,
+            RemoteSpecs {
+                group: view.group.clone(),
+                version: view.version.clone(),
+                v2,
+                v3,
+            },
+        );
+    }
+}
+
+/// A resolved remote server.
+struct Endpoint {
+    host: String,
+    port: u16,
+    tls: Arc<rustls::ClientConfig>,
+    server_name: String,
+}
+
+impl Endpoint {
+    fn authority(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.authority())
+    }
+
+    /// GETs `path` as the aggregator and parses the 2xx JSON answer; errors in Go's wording.
+    async fn get_json(&self, path: &str) -> Result<Value, String> {
+        let url = self.url(path);
+        let mut sender = connect(&self.host, self.port, self.tls.clone(), &self.server_name)
+            .await
+            .map_err(|e| format!("Get {url:?}: {e}"))?;
+        let user = UserInfo {
+            name: "system:kube-aggregator".into(),
+            groups: vec![SYSTEM_MASTERS.into()],
+            ..Default::default()
+        };
+        let mut req = http::Request::builder()
+            .method("GET")
+            .uri(path)
+            .body::<Body>(empty())
+            .map_err(|e| e.to_string())?;
+        let mut headers = outbound_headers(&http::HeaderMap::new(), &user, false);
+        headers.insert(
+            http::header::ACCEPT,
+            http::HeaderValue::from_static("application/json"),
+        );
+        if let Ok(host) = http::HeaderValue::from_str(&self.authority()) {
+            headers.insert(http::header::HOST, host);
+        }
+        *req.headers_mut() = headers;
+        let response = sender
+            .send_request(req)
+            .await
+            .map_err(|e| format!("Get {url:?}: {e}"))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("bad status from {url}: {}", status.as_u16()));
+        }
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        serde_json::from_slice(&body).map_err(|e| e.to_string())
     }
 }
 

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::filters::HttpService;
 use apiserver::registry::SharedStrategy;
 use apiserver::registry::rest::RestStorage;
 use apiserver::registry::store::{StatusStore, Store, attrs_func};
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 pub mod age;
 pub mod apiservice;
 pub mod controller;
+pub mod openapi;
 pub mod priorities;
 pub mod proxy;
 pub mod resolver;
@@ -32,6 +34,7 @@ pub mod transport;
 
 pub use apiservice::ApiServiceStrategy;
 pub use controller::{Controller, ControllerOptions, LocalApis};
+pub use openapi::OpenApiAggregator;
 pub use resolver::ServiceResolver;
 pub use transport::ProxyClientCertFiles;
 
@@ -54,6 +57,9 @@ pub struct AggregatorConfig {
     pub local: LocalApis,
     /// How often remote APIServices are re-checked (upstream: 30 s).
     pub resync_interval: Duration,
+    /// The unprotected handler of the next server of the chain, whose OpenAPI documents the
+    /// aggregator serves merged with the remote ones; `None` leaves OpenAPI to the delegates.
+    pub openapi_delegate: Option<HttpService>,
 }
 
 /// Why the aggregator could not be installed.
@@ -68,13 +74,15 @@ pub enum InstallError {
 }
 
 /// The post-start hooks the aggregator registers (upstream's names).
-pub const HOOKS: [&str; 6] = [
+pub const HOOKS: [&str; 8] = [
     "start-kube-aggregator-informers",
     "apiservice-registration-controller",
     "apiservice-status-local-available-controller",
     "apiservice-status-remote-available-controller",
     "apiservice-discovery-controller",
     "kube-apiserver-autoregistration",
+    "apiservice-openapi-controller",
+    "apiservice-openapiv3-controller",
 ];
 
 fn waiting_hook(signal: CancellationToken) -> PostStartHookFn {
@@ -135,6 +143,9 @@ pub fn install(
             resync_interval: config.resync_interval,
             proxy_client_cert: config.proxy_client_cert,
         },
+        config
+            .openapi_delegate
+            .map(|delegate| OpenApiAggregator::new(server.handler().non_api_mux.clone(), delegate)),
     );
 
     let synced = controller.synced();
@@ -164,6 +175,8 @@ pub fn install(
         "apiservice-status-local-available-controller",
         "apiservice-status-remote-available-controller",
         "apiservice-discovery-controller",
+        "apiservice-openapi-controller",
+        "apiservice-openapiv3-controller",
     ] {
         server.add_post_start_hook(name, waiting_hook(synced.clone()))?;
     }

@@ -204,6 +204,7 @@ fn install_aggregator(
                 own: Vec::new(),
             },
             resync_interval: AGGREGATOR_RESYNC,
+            openapi_delegate: Some(kube.handler().director.clone()),
         },
     )
     .map_err(setup("installing the aggregator"))?;

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use apiserver::authn::requestheader::{RequestHeaderConfig, RequestHeaderNames};
 use apiserver::authn::{AuthenticatorOptions, StaticClientCa, build_authenticator};
 use apiserver::authz::{AuthorizationMode, build_authorizer};
+use apiserver::endpoints::openapi::OpenApiService;
 use apiserver::registry::rest::{
     BoxFuture, CreateOptions, DeleteOptions, GetOptions, ListOptions, ObjectWatch, RequestContext,
     RestStorage, UpdateFunc, UpdateOptions,
@@ -37,7 +38,7 @@ use common::{ApiServer, DEADLINE, run_tool};
 use http::Method;
 use http_body_util::BodyExt;
 use pki::Ca;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// The flunders of the wardle example.
@@ -206,6 +207,33 @@ async fn start_wardle(dir: &Path, serving: &pki::Pem, front_proxy_ca_pem: &str) 
             )],
         }])
         .unwrap();
+    // Its OpenAPI documents, which the aggregator merges into its own.
+    let openapi = OpenApiService::new();
+    let flunder_schema = json!({
+        "type": "object",
+        "description": "A flunder of the wardle example.",
+        "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                       "metadata": {"type": "object"}},
+        "x-kubernetes-group-version-kind": [
+            {"group": "wardle.example.com", "version": "v1alpha1", "kind": "Flunder"}
+        ]
+    });
+    openapi.set_v2(&json!({
+        "swagger": "2.0",
+        "info": {"title": "wardle", "version": "v0"},
+        "paths": {"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders": {}},
+        "definitions": {"com.example.wardle.v1alpha1.Flunder": flunder_schema},
+    }));
+    openapi.set_v3(
+        "apis/wardle.example.com/v1alpha1",
+        &json!({
+            "openapi": "3.0.0",
+            "info": {"title": "wardle", "version": "v0"},
+            "paths": {"/apis/wardle.example.com/v1alpha1/namespaces/{namespace}/flunders": {}},
+            "components": {"schemas": {"com.example.wardle.v1alpha1.Flunder": flunder_schema}},
+        }),
+    );
+    openapi.install(&server.handler().non_api_mux).unwrap();
     let stop = CancellationToken::new();
     let prepared = server.prepare_run();
     let token = stop.clone();
@@ -413,6 +441,30 @@ spec:
             "{admin:?}"
         );
     }
+
+    // The aggregated OpenAPI documents include the wardle server's.
+    let v2 = kubectl_ok(&server, &["get", "--raw", "/openapi/v2"]).await;
+    assert!(
+        v2.contains("com.example.wardle.v1alpha1.Flunder"),
+        "v2 lacks Flunder"
+    );
+    assert!(
+        v2.contains("io.k8s.api.core.v1.Pod"),
+        "v2 lost the built-in types"
+    );
+    let v3 = kubectl_ok(&server, &["get", "--raw", "/openapi/v3"]).await;
+    assert!(v3.contains("apis/wardle.example.com/v1alpha1"), "{v3}");
+    assert!(v3.contains("\"api/v1\""), "{v3}");
+    let doc = kubectl_ok(
+        &server,
+        &[
+            "get",
+            "--raw",
+            "/openapi/v3/apis/wardle.example.com/v1alpha1",
+        ],
+    )
+    .await;
+    assert!(doc.contains("A flunder of the wardle example."), "{doc}");
 
     // HTTP/1.1 and HTTP/2 clients are proxied alike; a watch streams through the proxy.
     let flunders = "/apis/wardle.example.com/v1alpha1/namespaces/wardle/flunders";

@@ -154,6 +154,10 @@ pub fn install(
         "start-kube-aggregator-informers",
         Arc::new(|_| Box::pin(async { Ok(()) })),
     )?;
+    // The controllers stop with the server, or when the chain is destroyed.
+    let shutdown = CancellationToken::new();
+    let on_destroy = shutdown.clone();
+    server.register_destroy_fn(move || on_destroy.cancel());
     let runner = controller.clone();
     let started = synced.clone();
     server.add_post_start_hook(
@@ -161,8 +165,18 @@ pub fn install(
         Arc::new(move |ctx| {
             let runner = runner.clone();
             let started = started.clone();
+            let shutdown = shutdown.clone();
             Box::pin(async move {
-                tokio::spawn(runner.clone().run(ctx.stop.clone()));
+                let stop = shutdown.child_token();
+                let server_stop = ctx.stop.clone();
+                let linked = stop.clone();
+                tokio::spawn(async move {
+                    tokio::select! {
+                        _ = server_stop.cancelled() => linked.cancel(),
+                        _ = linked.cancelled() => {}
+                    }
+                });
+                tokio::spawn(runner.clone().run(stop));
                 runner.trigger();
                 tokio::select! {
                     _ = started.cancelled() => Ok(()),

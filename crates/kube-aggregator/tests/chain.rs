@@ -223,7 +223,7 @@ async fn the_aggregator_heads_a_chain() {
                         "[+]autoregister-completion ok",
                         "[+]poststarthook/apiservice-registration-controller ok",
                     ];
-                    (!wanted.iter().all(|w| r.body.contains(w))).then(|| r.body)
+                    (!wanted.iter().all(|w| r.body.contains(w))).then_some(r.body)
                 }
                 other => Some(format!("{other:?}")),
             }

@@ -309,6 +309,11 @@ impl Controller {
     pub async fn run(self, stop: CancellationToken) {
         tokio::spawn(self.clone().watch_changes(stop.clone()));
         tokio::spawn(self.clone().watch_local(stop.clone()));
+        // Service and Endpoints changes re-check the remote APIServices (upstream's available
+        // controller watches both).
+        for storage in self.inner.resolver.watched_storages() {
+            tokio::spawn(self.clone().watch_storage(storage, stop.clone()));
+        }
         let mut tick = tokio::time::interval(self.inner.options.resync_interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -324,23 +329,33 @@ impl Controller {
 
     /// Forwards APIService watch events as sync triggers, re-opening the watch when it ends.
     async fn watch_changes(self, stop: CancellationToken) {
+        let storage: Arc<dyn RestStorage> = Arc::new(self.inner.store.clone());
+        self.watch_storage(storage, stop).await;
+    }
+
+    /// Forwards the watch events of `storage` as sync triggers, only while remote APIServices
+    /// exist for Services and Endpoints (always for APIServices), re-opening the watch when it
+    /// ends.
+    async fn watch_storage(self, storage: Arc<dyn RestStorage>, stop: CancellationToken) {
         let ctx = RequestContext::default();
+        let is_apiservices = storage.info().resource == apiservice::RESOURCE;
         while !stop.is_cancelled() {
             let opts = ListOptions {
                 watch: true,
                 ..Default::default()
             };
-            match self.inner.store.watch(&ctx, &opts).await {
+            match storage.watch(&ctx, &opts).await {
                 Ok(mut events) => loop {
                     tokio::select! {
                         _ = stop.cancelled() => return,
                         event = events.next() => match event {
-                            Some(_) => self.trigger(),
+                            Some(_) if is_apiservices || !self.remotes().is_empty() => self.trigger(),
+                            Some(_) => {}
                             None => break,
                         },
                     }
                 },
-                Err(err) => tracing::warn!("watching apiservices: {err}"),
+                Err(err) => tracing::warn!("watching {}: {err}", storage.info().resource),
             }
             tokio::select! {
                 _ = stop.cancelled() => return,

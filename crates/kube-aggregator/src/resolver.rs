@@ -105,6 +105,13 @@ impl ServiceResolver {
         }
     }
 
+    /// The storages whose changes can change a resolution (Services, Endpoints).
+    pub fn watched_storages(&self) -> Vec<Arc<dyn RestStorage>> {
+        let mut out = vec![self.services.clone()];
+        out.extend(self.endpoints.clone());
+        out
+    }
+
     async fn get(
         storage: &dyn RestStorage,
         namespace: &str,

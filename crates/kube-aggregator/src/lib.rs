@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 pub mod age;
 pub mod apiservice;
 pub mod controller;
+pub mod discovery;
 pub mod openapi;
 pub mod priorities;
 pub mod proxy;
@@ -123,6 +124,12 @@ pub fn install(
         group: apiservice::GROUP.to_string(),
         versions: vec![version],
     }])?;
+
+    // The aggregator's /apis lists groups by priority, as upstream's does.
+    server.handler().api_routes.register(
+        "/apis",
+        discovery::apis_service(server.discovery_manager().clone()),
+    );
 
     let resolver = ServiceResolver::new(
         config.services,

@@ -96,6 +96,89 @@ async fn api_service_names(client: &Client) -> Result<Vec<(String, Value)>, Stri
         .collect())
 }
 
+/// A remote API server for `upgrade.example.com/v1` over TLS: its discovery document, and an
+/// `echo` protocol upgrade echoing bytes back. Records the front-proxy user it saw.
+async fn start_echo_server(serving: &pki::Pem, users: Arc<Mutex<Vec<String>>>) -> u16 {
+    use hyper::service::service_fn as hyper_service;
+    use hyper_util::rt::TokioIo;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+    let certs = CertificateDer::pem_slice_iter(serving.cert.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_slice(serving.key.as_bytes()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_no_client_auth()
+    .with_single_cert(certs, key)
+    .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let acceptor = acceptor.clone();
+            let users = users.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper_service(
+                    move |mut req: http::Request<hyper::body::Incoming>| {
+                        let users = users.clone();
+                        async move {
+                            if let Some(user) = req.headers().get("x-remote-user") {
+                                users
+                                    .lock()
+                                    .unwrap()
+                                    .push(user.to_str().unwrap_or("").to_string());
+                            }
+                            let response = if req.uri().path() == "/apis/upgrade.example.com/v1" {
+                                http::Response::new(http_body_util::Full::new(bytes::Bytes::from(
+                                    r#"{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"upgrade.example.com/v1","resources":[{"name":"echoes","singularName":"echo","namespaced":false,"kind":"Echo","verbs":["get"]}]}"#,
+                                )))
+                            } else if req.headers().get("upgrade").is_some() {
+                                let upgrade = hyper::upgrade::on(&mut req);
+                                tokio::spawn(async move {
+                                    if let Ok(upgraded) = upgrade.await {
+                                        let (mut r, mut w) =
+                                            tokio::io::split(TokioIo::new(upgraded));
+                                        let _ = tokio::io::copy(&mut r, &mut w).await;
+                                    }
+                                });
+                                http::Response::builder()
+                                    .status(101)
+                                    .header("connection", "Upgrade")
+                                    .header("upgrade", "echo")
+                                    .body(http_body_util::Full::new(bytes::Bytes::new()))
+                                    .unwrap()
+                            } else {
+                                http::Response::builder()
+                                    .status(404)
+                                    .body(http_body_util::Full::new(bytes::Bytes::new()))
+                                    .unwrap()
+                            };
+                            Ok::<_, std::convert::Infallible>(response)
+                        }
+                    },
+                );
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .with_upgrades()
+                    .await;
+            });
+        }
+    });
+    port
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_aggregator_heads_a_chain() {
     let tmp = tempfile::tempdir().unwrap();
@@ -295,6 +378,80 @@ async fn the_aggregator_heads_a_chain() {
         }
     })
     .await;
+
+    // A remote APIService: protocol upgrades are spliced through the proxy.
+    let echo_users = Arc::new(Mutex::new(Vec::new()));
+    let echo_serving = ca.serving("echo.default.svc", &["echo.default.svc"]);
+    let echo_port = start_echo_server(&echo_serving, echo_users.clone()).await;
+    let create = |path: &str, body: String| {
+        let client = client.clone();
+        let path = path.to_string();
+        async move {
+            let req = client.request(http::Method::POST, &path, &body);
+            let reply = client
+                .connect(Proto::H1)
+                .await
+                .unwrap()
+                .send(req)
+                .await
+                .unwrap();
+            assert_eq!(reply.status, 201, "{path}: {}", reply.body);
+        }
+    };
+    create(
+        "/api/v1/namespaces/default/services",
+        r#"{"apiVersion":"v1","kind":"Service","metadata":{"name":"echo","namespace":"default"},"spec":{"type":"ExternalName","externalName":"localhost"}}"#.to_string(),
+    )
+    .await;
+    create(
+        "/apis/apiregistration.k8s.io/v1/apiservices",
+        format!(
+            r#"{{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{{"name":"v1.upgrade.example.com"}},"spec":{{"group":"upgrade.example.com","version":"v1","groupPriorityMinimum":1000,"versionPriority":15,"insecureSkipTLSVerify":true,"service":{{"namespace":"default","name":"echo","port":{echo_port}}}}}}}"#
+        ),
+    )
+    .await;
+    poll("v1.upgrade.example.com available", || {
+        let client = client.clone();
+        async move {
+            let items = api_service_names(&client).await.ok()?;
+            let obj = items.iter().find(|(n, _)| n == "v1.upgrade.example.com")?;
+            (obj.1["status"]["conditions"][0]["status"] != "True").then(|| obj.1.to_string())
+        }
+    })
+    .await;
+    {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut tls = client.connect_tls(Proto::H1).await.unwrap();
+        tls.write_all(
+            b"GET /apis/upgrade.example.com/v1/echoes/x HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n",
+        )
+        .await
+        .unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            let n = tokio::time::timeout(DEADLINE, tls.read(&mut byte))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(n, 1, "closed after {:?}", String::from_utf8_lossy(&head));
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head).to_string();
+        assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+        tls.write_all(b"ping").await.unwrap();
+        let mut echoed = [0u8; 4];
+        tokio::time::timeout(DEADLINE, tls.read_exact(&mut echoed))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(&echoed, b"ping");
+    }
+    assert!(
+        echo_users.lock().unwrap().iter().any(|u| u == "admin"),
+        "{:?}",
+        echo_users.lock().unwrap()
+    );
 
     // Stop: destroy runs along the whole chain, the running server first.
     stop.cancel();

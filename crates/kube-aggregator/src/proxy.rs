@@ -212,8 +212,8 @@ fn remove_hop_by_hop(headers: &mut HeaderMap) {
 
 /// The headers sent to the remote server: the client's, without hop-by-hop headers, its
 /// credentials, impersonation and front-proxy headers, plus the front-proxy identity of
-/// `user` (`X-Remote-User`, one `X-Remote-Group` per group, `X-Remote-Extra-<key>` with the
-/// key escaped as upstream does).
+/// `user` (`X-Remote-User`, `X-Remote-Uid` when the user has one, one `X-Remote-Group` per
+/// group, `X-Remote-Extra-<key>` with the key escaped as upstream does).
 pub fn outbound_headers(incoming: &HeaderMap, user: &UserInfo, upgrade: bool) -> HeaderMap {
     let mut headers = incoming.clone();
     let (connection, upgrade_value) = (
@@ -244,6 +244,12 @@ pub fn outbound_headers(incoming: &HeaderMap, user: &UserInfo, upgrade: bool) ->
     }
     if let Ok(v) = HeaderValue::from_str(&user.name) {
         headers.insert("x-remote-user", v);
+    }
+    // Sent when known (upstream's RemoteRequestHeaderUID).
+    if !user.uid.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&user.uid)
+    {
+        headers.insert("x-remote-uid", v);
     }
     for group in &user.groups {
         if let Ok(v) = HeaderValue::from_str(group) {
@@ -311,7 +317,7 @@ mod tests {
         incoming.insert("accept", HeaderValue::from_static("application/json"));
         let user = UserInfo {
             name: "admin".into(),
-            uid: String::new(),
+            uid: "42".into(),
             groups: vec!["system:masters".into(), "system:authenticated".into()],
             extra: BTreeMap::from([("example.com/key".to_string(), vec!["a".to_string()])]),
         };
@@ -321,6 +327,7 @@ mod tests {
         assert!(out.get("connection").is_none());
         assert_eq!(out["accept"], "application/json");
         assert_eq!(out["x-remote-user"], "admin");
+        assert_eq!(out["x-remote-uid"], "42");
         assert_eq!(
             out.get_all("x-remote-group").iter().collect::<Vec<_>>(),
             ["system:masters", "system:authenticated"]

@@ -626,9 +626,10 @@ impl Controller {
         self.inner
             .routes
             .register(&format!("{group_root}/{}", view.version), target.service());
-        self.inner
-            .routes
-            .register(&group_root, self.inner.discovery.group_service(&view.group));
+        self.inner.routes.register(
+            &group_root,
+            crate::discovery::group_service(self.inner.discovery.clone(), &view.group),
+        );
 
         let result = self.probe(view, service, tls).await;
         let availability = match &result {

@@ -5,11 +5,13 @@
 
 use apiserver::body::{Request, Response, full};
 use apiserver::endpoints::discovery::handlers::wants_aggregated;
-use apiserver::endpoints::discovery::types::APIGroupList;
+use apiserver::endpoints::discovery::types::{APIGroup, APIGroupList};
 use apiserver::endpoints::discovery::{DiscoveryManager, DiscoveryPath};
-use apiserver::filters::{HttpService, service_fn};
+use apiserver::filters::{HttpService, Next, service_fn};
 use http::header::CONTENT_TYPE;
 use http_body_util::BodyExt;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 /// Orders `list` like the aggregated discovery document of `manager` (priority order).
 pub fn order_by_priority(list: &mut APIGroupList, manager: &DiscoveryManager) {
@@ -45,6 +47,52 @@ pub fn order_by_priority(list: &mut APIGroupList, manager: &DiscoveryManager) {
     }
 }
 
+/// Orders the versions of `group` by priority (the preferred version first).
+pub fn order_versions_by_priority(group: &mut APIGroup, manager: &DiscoveryManager) {
+    let aggregated = manager.aggregated(false);
+    let Some(entry) = aggregated
+        .list
+        .items
+        .iter()
+        .find(|g| g.metadata.name == group.name)
+    else {
+        return;
+    };
+    let order: Vec<&str> = entry.versions.iter().map(|v| v.version.as_str()).collect();
+    group.versions.sort_by_key(|v| {
+        order
+            .iter()
+            .position(|x| *x == v.version)
+            .unwrap_or(usize::MAX)
+    });
+    if let Some(first) = group.versions.first() {
+        group.preferred_version = first.clone();
+    }
+}
+
+/// The `/apis/<group>` handler of a group with remote versions: the discovery manager's, with
+/// the versions in priority order (upstream's aggregator group handler).
+pub fn group_service(manager: DiscoveryManager, group: &str) -> HttpService {
+    let group = group.to_string();
+    service_fn(move |req: Request| {
+        let manager = manager.clone();
+        let group = group.clone();
+        async move {
+            let path = DiscoveryPath::Group(group.clone());
+            let reorder = req.method() == http::Method::GET
+                && DiscoveryPath::parse(req.uri().path()).as_ref() == Some(&path);
+            let response = Next::new(manager.group_service(&group)).run(req).await;
+            if !reorder {
+                return response;
+            }
+            rewrite_json(response, |g: &mut APIGroup| {
+                order_versions_by_priority(g, &manager)
+            })
+            .await
+        }
+    })
+}
+
 /// The `/apis` handler: the discovery manager's, with unaggregated JSON lists re-ordered by
 /// priority.
 pub fn apis_service(manager: DiscoveryManager) -> HttpService {
@@ -57,12 +105,20 @@ pub fn apis_service(manager: DiscoveryManager) -> HttpService {
             if !reorder {
                 return response;
             }
-            reordered(response, &manager).await
+            rewrite_json(response, |list: &mut APIGroupList| {
+                order_by_priority(list, &manager)
+            })
+            .await
         }
     })
 }
 
-async fn reordered(response: Response, manager: &DiscoveryManager) -> Response {
+/// Re-encodes a 200 JSON `response` after `change` (other responses pass unchanged),
+/// keeping its indentation and trailing newline.
+async fn rewrite_json<T: Serialize + DeserializeOwned>(
+    response: Response,
+    change: impl FnOnce(&mut T),
+) -> Response {
     let is_json = response
         .headers()
         .get(CONTENT_TYPE)
@@ -71,20 +127,20 @@ async fn reordered(response: Response, manager: &DiscoveryManager) -> Response {
     if response.status() != http::StatusCode::OK || !is_json {
         return response;
     }
-    let (parts, body) = response.into_parts();
+    let (mut parts, body) = response.into_parts();
     let Ok(collected) = body.collect().await else {
         return Response::from_parts(parts, full(Vec::new()));
     };
     let bytes = collected.to_bytes();
-    let Ok(mut list) = serde_json::from_slice::<APIGroupList>(&bytes) else {
+    let Ok(mut value) = serde_json::from_slice::<T>(&bytes) else {
         return Response::from_parts(parts, full(bytes));
     };
-    order_by_priority(&mut list, manager);
+    change(&mut value);
     let pretty = bytes.windows(3).any(|w| w == b"\n  ");
     let encoded = if pretty {
-        serde_json::to_vec_pretty(&list)
+        serde_json::to_vec_pretty(&value)
     } else {
-        serde_json::to_vec(&list)
+        serde_json::to_vec(&value)
     };
     let Ok(mut out) = encoded else {
         return Response::from_parts(parts, full(bytes));
@@ -92,7 +148,6 @@ async fn reordered(response: Response, manager: &DiscoveryManager) -> Response {
     if bytes.ends_with(b"\n") {
         out.push(b'\n');
     }
-    let mut parts = parts;
     parts.headers.remove(http::header::CONTENT_LENGTH);
     Response::from_parts(parts, full(out))
 }
@@ -150,5 +205,17 @@ mod tests {
         );
         assert_eq!(list.groups[2].preferred_version.version, "v1");
         assert_eq!(list.groups[2].versions[1].version, "v1alpha1");
+
+        let service = group_service(manager.clone(), "wardle.example.com");
+        let req = http::Request::builder()
+            .uri("/apis/wardle.example.com")
+            .body(apiserver::body::empty())
+            .unwrap();
+        let response = apiserver::filters::Next::new(service).run(req).await;
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let group: APIGroup = serde_json::from_slice(&body).unwrap();
+        assert_eq!(group.kind, "APIGroup");
+        assert_eq!(group.preferred_version.version, "v1");
+        assert_eq!(group.versions[0].version, "v1");
     }
 }

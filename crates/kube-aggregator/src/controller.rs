@@ -223,6 +223,8 @@ pub struct ControllerOptions {
     pub resync_interval: Duration,
     /// `--proxy-client-cert-file` / `--proxy-client-key-file`.
     pub proxy_client_cert: Option<ProxyClientCertFiles>,
+    /// `--aggregator-reject-forwarding-redirect` (default true).
+    pub reject_forwarding_redirects: bool,
 }
 
 impl Default for ControllerOptions {
@@ -230,6 +232,7 @@ impl Default for ControllerOptions {
         ControllerOptions {
             resync_interval: Duration::from_secs(30),
             proxy_client_cert: None,
+            reject_forwarding_redirects: true,
         }
     }
 }
@@ -610,7 +613,11 @@ impl Controller {
             }
             let remote = remotes.entry(view.name.clone()).or_insert_with(|| Remote {
                 view: view.clone(),
-                target: ProxyTarget::new(self.inner.resolver.clone(), self.inner.changed.clone()),
+                target: ProxyTarget::new(
+                    self.inner.resolver.clone(),
+                    self.inner.changed.clone(),
+                    self.inner.options.reject_forwarding_redirects,
+                ),
                 resources: None,
             });
             let available = remote.target.info().is_some_and(|i| i.available);

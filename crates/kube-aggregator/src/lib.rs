@@ -52,6 +52,8 @@ pub struct AggregatorConfig {
     pub endpoints: Option<Arc<dyn RestStorage>>,
     /// `--enable-aggregator-routing`: dial endpoint addresses instead of the cluster IP.
     pub enable_aggregator_routing: bool,
+    /// `--aggregator-reject-forwarding-redirect`: redirects from remote servers become 502.
+    pub reject_forwarding_redirects: bool,
     /// `--proxy-client-cert-file` / `--proxy-client-key-file`.
     pub proxy_client_cert: Option<ProxyClientCertFiles>,
     /// Where the local group-versions come from.
@@ -149,6 +151,7 @@ pub fn install(
         ControllerOptions {
             resync_interval: config.resync_interval,
             proxy_client_cert: config.proxy_client_cert,
+            reject_forwarding_redirects: config.reject_forwarding_redirects,
         },
         config
             .openapi_delegate

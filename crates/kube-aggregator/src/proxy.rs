@@ -43,15 +43,24 @@ pub struct ProxyTarget {
     resolver: ServiceResolver,
     /// Woken when the server could not be reached, so availability is re-checked at once.
     unreachable: Arc<Notify>,
+    /// `--aggregator-reject-forwarding-redirect`.
+    reject_redirects: bool,
 }
 
 impl ProxyTarget {
-    /// A target not yet handling anything (503 until [`ProxyTarget::set`]).
-    pub fn new(resolver: ServiceResolver, unreachable: Arc<Notify>) -> Self {
+    /// A target not yet handling anything (503 until [`ProxyTarget::set`]); with
+    /// `reject_redirects`, redirects from the server become 502 (upstream's
+    /// `--aggregator-reject-forwarding-redirect`).
+    pub fn new(
+        resolver: ServiceResolver,
+        unreachable: Arc<Notify>,
+        reject_redirects: bool,
+    ) -> Self {
         ProxyTarget {
             info: Arc::default(),
             resolver,
             unreachable,
+            reject_redirects,
         }
     }
 
@@ -161,6 +170,15 @@ impl ProxyTarget {
                 }
             });
         }
+        if self.reject_redirects
+            && response.status().is_redirection()
+            && response.headers().contains_key(header::LOCATION)
+        {
+            // Upstream replaces the response with a bare 502 carrying this text.
+            let mut rejected = http::Response::new(apiserver::body::full(REDIRECT_REJECTED));
+            *rejected.status_mut() = StatusCode::BAD_GATEWAY;
+            return rejected;
+        }
         let (mut parts, body) = response.into_parts();
         if parts.status != StatusCode::SWITCHING_PROTOCOLS {
             remove_hop_by_hop(&mut parts.headers);
@@ -171,6 +189,10 @@ impl ProxyTarget {
         )
     }
 }
+
+/// The body of a rejected redirect.
+pub const REDIRECT_REJECTED: &str =
+    "the backend attempted to redirect this request, which is not permitted";
 
 /// Whether the request asks for a protocol upgrade (`Connection: Upgrade`).
 fn is_upgrade(headers: &HeaderMap) -> bool {

@@ -144,6 +144,12 @@ async fn start_echo_server(serving: &pki::Pem, users: Arc<Mutex<Vec<String>>>) -
                                 http::Response::new(http_body_util::Full::new(bytes::Bytes::from(
                                     r#"{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"upgrade.example.com/v1","resources":[{"name":"echoes","singularName":"echo","namespaced":false,"kind":"Echo","verbs":["get"]}]}"#,
                                 )))
+                            } else if req.uri().path() == "/apis/upgrade.example.com/v1/redirect" {
+                                http::Response::builder()
+                                    .status(302)
+                                    .header("location", "https://example.com/")
+                                    .body(http_body_util::Full::new(bytes::Bytes::new()))
+                                    .unwrap()
                             } else if req.headers().get("upgrade").is_some() {
                                 let upgrade = hyper::upgrade::on(&mut req);
                                 tokio::spawn(async move {
@@ -277,6 +283,7 @@ async fn the_aggregator_heads_a_chain() {
             services: Arc::new(services),
             endpoints: None,
             enable_aggregator_routing: false,
+            reject_forwarding_redirects: true,
             proxy_client_cert: None,
             local: LocalApis {
                 builtin: vec![kube.handler().api_routes.clone()],
@@ -447,6 +454,16 @@ async fn the_aggregator_heads_a_chain() {
             .unwrap();
         assert_eq!(&echoed, b"ping");
     }
+    // Redirects from the remote server are not forwarded.
+    let redirect = client
+        .get(Proto::H2, "/apis/upgrade.example.com/v1/redirect")
+        .await
+        .unwrap();
+    assert_eq!(redirect.status, 502);
+    assert_eq!(
+        redirect.body,
+        "the backend attempted to redirect this request, which is not permitted"
+    );
     assert!(
         echo_users.lock().unwrap().iter().any(|u| u == "admin"),
         "{:?}",

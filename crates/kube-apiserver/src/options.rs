@@ -280,6 +280,9 @@ pub struct Options {
     /// allowed.
     #[arg(long, default_value = "10.0.0.0/24", help_heading = "Misc flags")]
     pub service_cluster_ip_range: String,
+    /// Aggregator reject forwarding redirect response back to client.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", action = ArgAction::Set, help_heading = "Misc flags")]
+    pub aggregator_reject_forwarding_redirect: bool,
     /// Turns on aggregator routing requests to endpoints IP rather than cluster IP.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Misc flags")]
     pub enable_aggregator_routing: bool,
@@ -537,6 +540,8 @@ mod tests {
         assert!(o.anonymous_auth);
         assert!(!o.shutdown_send_retry_after);
         assert_eq!(o.authorization_mode, vec!["AlwaysAllow".to_string()]);
+        assert!(o.aggregator_reject_forwarding_redirect);
+        assert!(!o.enable_aggregator_routing);
         assert!(o.validate().is_empty());
     }
 

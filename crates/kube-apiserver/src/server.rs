@@ -197,6 +197,7 @@ fn install_aggregator(
             services,
             endpoints: store("endpoints"),
             enable_aggregator_routing: opts.enable_aggregator_routing,
+            reject_forwarding_redirects: opts.aggregator_reject_forwarding_redirect,
             proxy_client_cert,
             local: LocalApis {
                 builtin: vec![kube.handler().api_routes.clone()],

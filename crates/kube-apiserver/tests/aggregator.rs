@@ -280,6 +280,35 @@ async fn poll_kubectl(server: &ApiServer, args: &[&str], what: &str, ok: impl Fn
     }
 }
 
+/// The freshness of `group`/`version` in the aggregated `/apis` document (`None` if absent).
+async fn aggregated_freshness(server: &ApiServer, group: &str, version: &str) -> Option<String> {
+    let client = server.admin_client();
+    let req = client.request_with(
+        Method::GET,
+        "/apis",
+        &[(
+            "accept",
+            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+        )],
+    );
+    let reply = client.send(Proto::H2, req).await.ok()?;
+    let doc: Value = serde_json::from_str(&reply.body).ok()?;
+    let group = doc["items"]
+        .as_array()?
+        .iter()
+        .find(|g| g["metadata"]["name"] == group)?;
+    let version = group["versions"]
+        .as_array()?
+        .iter()
+        .find(|v| v["version"] == version)?;
+    Some(
+        version["freshness"]
+            .as_str()
+            .unwrap_or("Current")
+            .to_string(),
+    )
+}
+
 /// The Available condition as `<status> <reason>: <message>`.
 const AVAILABLE: &str = "jsonpath={.status.conditions[?(@.type==\"Available\")].status} {.status.conditions[?(@.type==\"Available\")].reason}: {.status.conditions[?(@.type==\"Available\")].message}";
 
@@ -442,6 +471,13 @@ spec:
         );
     }
 
+    assert_eq!(
+        aggregated_freshness(&server, "wardle.example.com", "v1alpha1")
+            .await
+            .as_deref(),
+        Some("Current")
+    );
+
     // The aggregated OpenAPI documents include the wardle server's.
     let v2 = kubectl_ok(&server, &["get", "--raw", "/openapi/v2"]).await;
     assert!(
@@ -542,6 +578,16 @@ spec:
     )
     .await;
     assert_eq!(reason, "FailedDiscoveryCheck");
+    // Aggregated discovery keeps the last document, marked stale.
+    let start = Instant::now();
+    loop {
+        let freshness = aggregated_freshness(&server, "wardle.example.com", "v1alpha1").await;
+        if freshness.as_deref() == Some("Stale") {
+            break;
+        }
+        assert!(start.elapsed() < DEADLINE, "not stale: {freshness:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let raw = kubectl(
         &server,
         &[

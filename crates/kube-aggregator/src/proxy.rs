@@ -124,19 +124,15 @@ impl ProxyTarget {
         let upgrade = is_upgrade(req.headers());
         let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut req));
         let (parts, body) = req.into_parts();
-        let mut out = http::Request::builder()
-            .method(parts.method.clone())
-            .uri(
-                parts
-                    .uri
-                    .path_and_query()
-                    .map(|p| p.as_str().to_string())
-                    .unwrap_or_else(|| "/".into())
-                    .parse::<Uri>()
-                    .unwrap_or_default(),
-            )
-            .body(body)
-            .unwrap_or_default();
+        // Origin-form target: the path and query of the client's request.
+        let target = parts
+            .uri
+            .path_and_query()
+            .and_then(|p| p.as_str().parse::<Uri>().ok())
+            .unwrap_or_else(|| Uri::from_static("/"));
+        let mut out = http::Request::new(body);
+        *out.method_mut() = parts.method.clone();
+        *out.uri_mut() = target;
         *out.headers_mut() = outbound_headers(&parts.headers, &user, upgrade);
         let authority = if host.contains(':') {
             format!("[{host}]:{port}")

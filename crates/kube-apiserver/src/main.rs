@@ -2,6 +2,7 @@
 
 mod apis;
 mod bootstrap;
+mod frontproxy;
 mod install;
 mod logging;
 mod openapi;

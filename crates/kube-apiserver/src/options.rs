@@ -245,6 +245,29 @@ pub struct Options {
     /// If set, the file that will be used to secure the secure port via token authentication.
     #[arg(long, help_heading = "Authentication flags")]
     pub token_auth_file: Option<PathBuf>,
+    /// Root certificate bundle to use to verify client certificates on incoming requests
+    /// before trusting usernames in headers specified by --requestheader-username-headers.
+    /// WARNING: generally do not depend on authorization being already done for incoming
+    /// requests.
+    #[arg(long, help_heading = "Authentication flags")]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// List of client certificate common names to allow to provide usernames in headers
+    /// specified by --requestheader-username-headers. If empty, any client certificate
+    /// validated by the authorities in --requestheader-client-ca-file is allowed.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Authentication flags")]
+    pub requestheader_allowed_names: Vec<String>,
+    /// List of request headers to inspect for usernames. X-Remote-User is common.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Authentication flags")]
+    pub requestheader_username_headers: Vec<String>,
+    /// List of request headers to inspect for UIDs. X-Remote-Uid is suggested.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Authentication flags")]
+    pub requestheader_uid_headers: Vec<String>,
+    /// List of request headers to inspect for groups. X-Remote-Group is suggested.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Authentication flags")]
+    pub requestheader_group_headers: Vec<String>,
+    /// List of request header prefixes to inspect. X-Remote-Extra- is suggested.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Authentication flags")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
 
     // ----- Authorization flags -----
     /// Ordered list of plug-ins to do authorization on secure port: AlwaysAllow, AlwaysDeny.
@@ -257,6 +280,25 @@ pub struct Options {
     /// allowed.
     #[arg(long, default_value = "10.0.0.0/24", help_heading = "Misc flags")]
     pub service_cluster_ip_range: String,
+    /// Aggregator reject forwarding redirect response back to client.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", action = ArgAction::Set, help_heading = "Misc flags")]
+    pub aggregator_reject_forwarding_redirect: bool,
+    /// Turns on aggregator routing requests to endpoints IP rather than cluster IP.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Misc flags")]
+    pub enable_aggregator_routing: bool,
+    /// Client certificate used to prove the identity of the aggregator or kube-apiserver
+    /// when it must call out during a request. This includes proxying requests to a user
+    /// api-server and calling out to webhook admission plugins. It is expected that this cert
+    /// includes a signature from the CA in the --requestheader-client-ca-file flag.
+    /// Components receiving calls from kube-aggregator should use that CA to perform their
+    /// half of the mutual TLS verification.
+    #[arg(long, help_heading = "Misc flags")]
+    pub proxy_client_cert_file: Option<PathBuf>,
+    /// Private key for the client certificate used to prove the identity of the aggregator
+    /// or kube-apiserver when it must call out during a request. This includes proxying
+    /// requests to a user api-server and calling out to webhook admission plugins.
+    #[arg(long, help_heading = "Misc flags")]
+    pub proxy_client_key_file: Option<PathBuf>,
 
     // ----- Logs flags -----
     /// Number for the log level verbosity.
@@ -403,6 +445,31 @@ impl Options {
                 ));
             }
         }
+        for (flag, values) in [
+            (
+                "requestheader-username-headers",
+                &self.requestheader_username_headers,
+            ),
+            ("requestheader-uid-headers", &self.requestheader_uid_headers),
+            (
+                "requestheader-group-headers",
+                &self.requestheader_group_headers,
+            ),
+            (
+                "requestheader-extra-headers-prefix",
+                &self.requestheader_extra_headers_prefix,
+            ),
+        ] {
+            if values.iter().any(|v| v.trim().is_empty()) {
+                errors.push(format!("empty value in {flag:?}"));
+            }
+        }
+        if self.proxy_client_cert_file.is_some() != self.proxy_client_key_file.is_some() {
+            errors.push(
+                "--proxy-client-cert-file and --proxy-client-key-file must be given together"
+                    .into(),
+            );
+        }
         if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
             errors.push("--etcd-certfile and --etcd-keyfile must be given together".into());
         }
@@ -473,6 +540,8 @@ mod tests {
         assert!(o.anonymous_auth);
         assert!(!o.shutdown_send_retry_after);
         assert_eq!(o.authorization_mode, vec!["AlwaysAllow".to_string()]);
+        assert!(o.aggregator_reject_forwarding_redirect);
+        assert!(!o.enable_aggregator_routing);
         assert!(o.validate().is_empty());
     }
 
@@ -533,6 +602,14 @@ mod tests {
             ),
             (&["--tls-min-version=VersionTLS10"], "is not supported"),
             (&["--authorization-mode=Webhook"], "is not supported"),
+            (
+                &["--requestheader-username-headers=X-Remote-User,"],
+                "empty value in \"requestheader-username-headers\"",
+            ),
+            (
+                &["--proxy-client-cert-file=a.crt"],
+                "--proxy-client-cert-file and --proxy-client-key-file must be given together",
+            ),
             (
                 &["--insecure-port=8080", "--insecure-bind-address=0.0.0.0"],
                 "--insecure-allow-remote",

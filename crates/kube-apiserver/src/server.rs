@@ -7,10 +7,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use apiserver::audit::{AuditOptions, Auditor};
-use apiserver::authn::{AuthenticatorOptions, build_authenticator};
+use apiserver::authn::requestheader::{RequestHeaderConfig, RequestHeaderNames};
+use apiserver::authn::{AuthenticatorOptions, StaticClientCa, build_authenticator};
 use apiserver::authz::{AuthorizationMode, build_authorizer};
 use apiserver::endpoints::discovery::{Addresses, DiscoveryManager};
+use apiserver::registry::rest::RestStorage;
 use apiserver::request::requestinfo::LongRunningRequestCheck;
+use apiserver::server::GenericApiServer;
 use apiserver::server::routes::flags::FlagSetter;
 use apiserver::server::routes::notfound::not_found_handler;
 use apiserver::server::routes::version::VersionInfo;
@@ -22,9 +25,13 @@ use apiserver::server::serving::{
 use apiserver::server::{Config, EmptyDelegate};
 use apiserver::storage::factory::{StorageBackend, StorageOptions};
 use apiserver::storage::health::{PROBE_INTERVAL, storage_health_check};
+use kube_aggregator::{AggregatorConfig, LocalApis, ProxyClientCertFiles};
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
 
 use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
+use crate::frontproxy;
 use crate::install::install_builtin_apis;
 use crate::options::Options;
 use crate::registry::service::ServiceRange;
@@ -130,6 +137,84 @@ fn delegate_config(opts: &Options) -> Config {
     config
 }
 
+/// The front-proxy authentication of `--requestheader-*` (upstream builds it only when
+/// `--requestheader-client-ca-file` is set). The CA bundle is read once, at start.
+fn request_header_config(opts: &Options) -> Result<Option<RequestHeaderConfig>, StartError> {
+    let Some(ca) = opts.requestheader_client_ca_file.as_ref() else {
+        return Ok(None);
+    };
+    let certs = CertificateDer::pem_file_iter(ca)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(setup("--requestheader-client-ca-file"))?;
+    if certs.is_empty() {
+        return Err(StartError::Setup(format!(
+            "--requestheader-client-ca-file: no certificates in {}",
+            ca.display()
+        )));
+    }
+    Ok(Some(RequestHeaderConfig {
+        names: RequestHeaderNames {
+            username_headers: opts.requestheader_username_headers.clone(),
+            uid_headers: opts.requestheader_uid_headers.clone(),
+            group_headers: opts.requestheader_group_headers.clone(),
+            extra_header_prefixes: opts.requestheader_extra_headers_prefix.clone(),
+        },
+        client_ca: Arc::new(StaticClientCa(Arc::new(certs))),
+        allowed_names: opts.requestheader_allowed_names.clone(),
+    }))
+}
+
+/// Installs the aggregation layer on the running server of the chain: APIServices, the
+/// local ones for every group-version of the kube API and apiextensions servers, and the
+/// proxy to remote ones.
+fn install_aggregator(
+    aggregator: &GenericApiServer,
+    opts: &Options,
+    backend: &StorageBackend,
+    stores: &crate::install::Stores,
+    kube: &GenericApiServer,
+    apiextensions: &GenericApiServer,
+) -> Result<(), StartError> {
+    let store = |resource: &str| {
+        stores
+            .get(&(String::new(), resource.to_string()))
+            .map(|s| Arc::new(s.clone()) as Arc<dyn RestStorage>)
+    };
+    let services = store("services")
+        .ok_or_else(|| StartError::Setup("the aggregator needs the services storage".into()))?;
+    let proxy_client_cert = match (&opts.proxy_client_cert_file, &opts.proxy_client_key_file) {
+        (Some(cert), Some(key)) => Some(ProxyClientCertFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        }),
+        _ => None,
+    };
+    kube_aggregator::install(
+        aggregator,
+        AggregatorConfig {
+            storage: backend.storage.clone(),
+            prefix: backend.prefix.clone(),
+            services,
+            endpoints: store("endpoints"),
+            enable_aggregator_routing: opts.enable_aggregator_routing,
+            reject_forwarding_redirects: opts.aggregator_reject_forwarding_redirect,
+            proxy_client_cert,
+            local: LocalApis {
+                builtin: vec![kube.handler().api_routes.clone()],
+                custom: vec![apiextensions.handler().api_routes.clone()],
+                own: Vec::new(),
+            },
+            resync_interval: AGGREGATOR_RESYNC,
+            openapi_delegate: Some(kube.handler().director.clone()),
+        },
+    )
+    .map_err(setup("installing the aggregator"))?;
+    Ok(())
+}
+
+/// How often remote APIServices are re-checked besides on changes (upstream: 30 s).
+const AGGREGATOR_RESYNC: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Builds the server from `opts` and runs it until `stop`.
 pub async fn run(
     opts: Options,
@@ -151,6 +236,19 @@ pub async fn run(
     .await
     .map_err(setup("opening storage"))?;
     let certs = certificates(&opts)?;
+    let mut opts = opts;
+    let no_front_proxy_flags = opts.requestheader_client_ca_file.is_none()
+        && opts.proxy_client_cert_file.is_none()
+        && opts.proxy_client_key_file.is_none();
+    if certs.admin.is_some() && no_front_proxy_flags {
+        // First-start PKI: the aggregator gets a front-proxy identity too.
+        let dir = opts
+            .cert_dir
+            .clone()
+            .unwrap_or_else(|| opts.data_dir.join("pki"));
+        let pki = frontproxy::ensure_front_proxy_pki(&dir).map_err(StartError::Setup)?;
+        frontproxy::apply_defaults(&mut opts, &pki);
+    }
 
     // Bind first, so the admin kubeconfig carries the real port (also with --secure-port=0).
     let port = u16::try_from(opts.secure_port).unwrap_or(0);
@@ -203,7 +301,7 @@ pub async fn run(
         token_file: opts.token_auth_file.clone(),
         anonymous: opts.anonymous_auth,
         anonymous_paths: Vec::new(),
-        request_header: None,
+        request_header: request_header_config(&opts)?,
     })
     .map_err(setup("--token-auth-file"))?;
     let modes = opts
@@ -306,6 +404,16 @@ pub async fn run(
             crate::registry::namespace::namespace_controller_hook(stores.clone()),
         )
         .map_err(setup("registering hooks"))?;
+    if let Some(configmaps) = stores.get(&(String::new(), "configmaps".to_string())) {
+        let data = frontproxy::authentication_info(certs.client_ca.as_deref(), &opts)
+            .map_err(StartError::Setup)?;
+        server
+            .add_post_start_hook(
+                "start-cluster-authentication-info-controller",
+                frontproxy::authentication_info_hook(configmaps.clone(), data),
+            )
+            .map_err(setup("registering hooks"))?;
+    }
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(
@@ -319,6 +427,14 @@ pub async fn run(
         .new("kube-aggregator", Arc::new(server.clone()))
         .map_err(setup("creating the aggregator"))?;
     aggregator.share_discovery(discovery);
+    install_aggregator(
+        &aggregator,
+        &opts,
+        &backend,
+        &stores,
+        &server,
+        &apiextensions,
+    )?;
     let server = aggregator;
     let result = server.prepare_run().run(stop).await;
     probes.cancel();

@@ -174,7 +174,7 @@ fn install_aggregator(
     stores: &crate::install::Stores,
     kube: &GenericApiServer,
     apiextensions: &GenericApiServer,
-) -> Result<(), StartError> {
+) -> Result<kube_aggregator::Controller, StartError> {
     let store = |resource: &str| {
         stores
             .get(&(String::new(), resource.to_string()))
@@ -208,8 +208,20 @@ fn install_aggregator(
             openapi_delegate: Some(kube.handler().director.clone()),
         },
     )
-    .map_err(setup("installing the aggregator"))?;
-    Ok(())
+    .map_err(setup("installing the aggregator"))
+}
+
+/// Publishes custom resources' OpenAPI documents, then has the aggregator re-read them.
+struct ThenResyncAggregator {
+    inner: apiextensions::ServicePublisher,
+    aggregator: kube_aggregator::Controller,
+}
+
+impl apiextensions::OpenApiPublisher for ThenResyncAggregator {
+    fn publish(&self, served: &[apiextensions::CustomResourceOpenApi]) {
+        self.inner.publish(served);
+        self.aggregator.trigger();
+    }
 }
 
 /// How often remote APIServices are re-checked besides on changes (upstream: 30 s).
@@ -381,10 +393,6 @@ pub async fn run(
         service_range,
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
-    crd_openapi.set(Arc::new(apiextensions::ServicePublisher::new(
-        openapi_service,
-        Some(openapi_v2),
-    )));
     server
         .add_post_start_hook(
             "start-system-namespaces-controller",
@@ -427,7 +435,7 @@ pub async fn run(
         .new("kube-aggregator", Arc::new(server.clone()))
         .map_err(setup("creating the aggregator"))?;
     aggregator.share_discovery(discovery);
-    install_aggregator(
+    let aggregator_controller = install_aggregator(
         &aggregator,
         &opts,
         &backend,
@@ -435,6 +443,12 @@ pub async fn run(
         &server,
         &apiextensions,
     )?;
+    // Custom resources' OpenAPI goes into the kube API server's documents; the aggregator, which
+    // serves the merged documents, re-reads them when they change.
+    crd_openapi.set(Arc::new(ThenResyncAggregator {
+        inner: apiextensions::ServicePublisher::new(openapi_service, Some(openapi_v2)),
+        aggregator: aggregator_controller,
+    }));
     let server = aggregator;
     let result = server.prepare_run().run(stop).await;
     probes.cancel();

@@ -1199,3 +1199,519 @@ fn every_kind_fully_populated_matches_prost() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+fn str_port(name: &str) -> Option<IntOrString> {
+    Some(IntOrString {
+        r#type: Some(1),
+        int_val: Some(0),
+        str_val: s(name),
+    })
+}
+
+fn int_port(port: i32) -> Option<IntOrString> {
+    Some(IntOrString {
+        r#type: Some(0),
+        int_val: Some(port),
+        str_val: s(""),
+    })
+}
+
+fn labels(key: &str, value: &str) -> Option<meta::LabelSelector> {
+    Some(meta::LabelSelector {
+        match_labels: map(&[(key, value.to_string())]),
+        match_expressions: vec![],
+    })
+}
+
+fn time(seconds: i64) -> Option<meta::Time> {
+    Some(meta::Time {
+        seconds: Some(seconds),
+        nanos: Some(0),
+    })
+}
+
+/// A pod using the nested messages earlier versions refused (affinity, lifecycle hooks, probes,
+/// ephemeral containers, topology spread, security contexts, projected/CSI/ephemeral volumes,
+/// DNS config, …) and a status, encoded the way gogo does (value fields present even when zero).
+#[test]
+fn pod_with_every_kind_of_nested_message() {
+    let mut c = container("app");
+    c.lifecycle = Some(core::Lifecycle {
+        post_start: Some(core::LifecycleHandler {
+            exec: Some(core::ExecAction {
+                command: vec!["sh".into(), "-c".into(), "echo hi".into()],
+            }),
+            ..Default::default()
+        }),
+        pre_stop: Some(core::LifecycleHandler {
+            http_get: Some(core::HttpGetAction {
+                path: s("/stop"),
+                port: int_port(8080),
+                host: s(""),
+                scheme: s("HTTP"),
+                http_headers: vec![core::HttpHeader {
+                    name: s("X-Stop"),
+                    value: s(""),
+                }],
+            }),
+            sleep: Some(core::SleepAction { seconds: Some(0) }),
+            ..Default::default()
+        }),
+        stop_signal: s("SIGTERM"),
+    });
+    c.liveness_probe = Some(core::Probe {
+        handler: Some(core::ProbeHandler {
+            grpc: Some(core::GrpcAction {
+                port: Some(9090),
+                service: s(""),
+            }),
+            ..Default::default()
+        }),
+        initial_delay_seconds: Some(0),
+        timeout_seconds: Some(0),
+        period_seconds: Some(5),
+        success_threshold: Some(0),
+        failure_threshold: Some(0),
+        termination_grace_period_seconds: Some(0),
+    });
+    c.startup_probe = Some(core::Probe {
+        handler: Some(core::ProbeHandler {
+            tcp_socket: Some(core::TcpSocketAction {
+                port: str_port("http"),
+                host: s(""),
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    c.ports = vec![core::ContainerPort {
+        name: s("http"),
+        host_port: Some(0),
+        container_port: Some(8080),
+        protocol: s("TCP"),
+        host_ip: s(""),
+    }];
+    c.env = vec![core::EnvVar {
+        name: s("LIMIT"),
+        value: s(""),
+        value_from: Some(core::EnvVarSource {
+            resource_field_ref: Some(core::ResourceFieldSelector {
+                container_name: s(""),
+                resource: s("limits.memory"),
+                divisor: Some(Quantity { string: s("1Mi") }),
+            }),
+            ..Default::default()
+        }),
+    }];
+    c.security_context = Some(core::SecurityContext {
+        capabilities: Some(core::Capabilities {
+            add: vec!["NET_ADMIN".into()],
+            drop: vec!["ALL".into()],
+        }),
+        privileged: Some(false),
+        se_linux_options: Some(core::SeLinuxOptions {
+            user: s(""),
+            role: s(""),
+            r#type: s("spc_t"),
+            level: s("s0"),
+        }),
+        windows_options: Some(core::WindowsSecurityContextOptions {
+            run_as_user_name: s("ContainerUser"),
+            host_process: Some(false),
+            ..Default::default()
+        }),
+        run_as_user: Some(0),
+        app_armor_profile: Some(core::AppArmorProfile {
+            r#type: s("RuntimeDefault"),
+            localhost_profile: None,
+        }),
+        ..Default::default()
+    });
+    c.resize_policy = vec![core::ContainerResizePolicy {
+        resource_name: s("cpu"),
+        restart_policy: s("NotRequired"),
+    }];
+    c.volume_devices = vec![core::VolumeDevice {
+        name: s("raw"),
+        device_path: s("/dev/xvda"),
+    }];
+    let mut debug = container("debugger");
+    debug.image = s("busybox");
+    let pod_affinity_term = core::PodAffinityTerm {
+        label_selector: labels("app", "web"),
+        namespaces: vec![],
+        topology_key: s("kubernetes.io/hostname"),
+        namespace_selector: Some(meta::LabelSelector::default()),
+        match_label_keys: vec!["pod-template-hash".into()],
+        mismatch_label_keys: vec![],
+    };
+    let spec = core::PodSpec {
+        volumes: vec![
+            core::Volume {
+                name: s("token"),
+                volume_source: Some(core::VolumeSource {
+                    projected: Some(core::ProjectedVolumeSource {
+                        sources: vec![
+                            core::VolumeProjection {
+                                service_account_token: Some(core::ServiceAccountTokenProjection {
+                                    audience: s("vault"),
+                                    expiration_seconds: Some(3600),
+                                    path: s("token"),
+                                }),
+                                ..Default::default()
+                            },
+                            core::VolumeProjection {
+                                downward_api: Some(core::DownwardAPIProjection {
+                                    items: vec![core::DownwardAPIVolumeFile {
+                                        path: s("labels"),
+                                        field_ref: Some(core::ObjectFieldSelector {
+                                            api_version: s("v1"),
+                                            field_path: s("metadata.labels"),
+                                        }),
+                                        resource_field_ref: None,
+                                        mode: Some(0),
+                                    }],
+                                }),
+                                ..Default::default()
+                            },
+                        ],
+                        default_mode: Some(0o420),
+                    }),
+                    ..Default::default()
+                }),
+            },
+            core::Volume {
+                name: s("csi"),
+                volume_source: Some(core::VolumeSource {
+                    csi: Some(core::CSIVolumeSource {
+                        driver: s("secrets-store.csi.k8s.io"),
+                        read_only: Some(true),
+                        fs_type: None,
+                        volume_attributes: map(&[("secretProviderClass", "vault".to_string())]),
+                        node_publish_secret_ref: Some(core::LocalObjectReference {
+                            name: s("creds"),
+                        }),
+                    }),
+                    ..Default::default()
+                }),
+            },
+            core::Volume {
+                name: s("scratch"),
+                volume_source: Some(core::VolumeSource {
+                    ephemeral: Some(core::EphemeralVolumeSource {
+                        volume_claim_template: Some(core::PersistentVolumeClaimTemplate {
+                            metadata: Some(meta("", "")),
+                            spec: Some(core::PersistentVolumeClaimSpec {
+                                access_modes: vec!["ReadWriteOnce".into()],
+                                resources: Some(core::VolumeResourceRequirements {
+                                    limits: BTreeMap::new(),
+                                    requests: map(&[("storage", Quantity { string: s("1Gi") })]),
+                                }),
+                                volume_name: s(""),
+                                storage_class_name: s(""),
+                                ..Default::default()
+                            }),
+                        }),
+                    }),
+                    ..Default::default()
+                }),
+            },
+            core::Volume {
+                name: s("nfs"),
+                volume_source: Some(core::VolumeSource {
+                    nfs: Some(core::NfsVolumeSource {
+                        server: s("10.0.0.1"),
+                        path: s("/exports"),
+                        read_only: Some(false),
+                    }),
+                    ..Default::default()
+                }),
+            },
+        ],
+        containers: vec![c],
+        ephemeral_containers: vec![core::EphemeralContainer {
+            ephemeral_container_common: Some(core::EphemeralContainerCommon {
+                name: debug.name,
+                image: debug.image,
+                stdin: Some(true),
+                tty: Some(true),
+                ..Default::default()
+            }),
+            target_container_name: s("app"),
+        }],
+        host_network: Some(false),
+        hostname: s(""),
+        security_context: Some(core::PodSecurityContext {
+            run_as_non_root: Some(true),
+            fs_group: Some(2000),
+            supplemental_groups: vec![1, 2],
+            sysctls: vec![core::Sysctl {
+                name: s("net.core.somaxconn"),
+                value: s("1024"),
+            }],
+            se_linux_options: Some(core::SeLinuxOptions::default()),
+            ..Default::default()
+        }),
+        affinity: Some(core::Affinity {
+            node_affinity: Some(core::NodeAffinity {
+                required_during_scheduling_ignored_during_execution: Some(core::NodeSelector {
+                    node_selector_terms: vec![core::NodeSelectorTerm {
+                        match_expressions: vec![core::NodeSelectorRequirement {
+                            key: s("kubernetes.io/arch"),
+                            operator: s("In"),
+                            values: vec!["amd64".into()],
+                        }],
+                        match_fields: vec![],
+                    }],
+                }),
+                preferred_during_scheduling_ignored_during_execution: vec![
+                    core::PreferredSchedulingTerm {
+                        weight: Some(1),
+                        preference: Some(core::NodeSelectorTerm::default()),
+                    },
+                ],
+            }),
+            pod_affinity: None,
+            pod_anti_affinity: Some(core::PodAntiAffinity {
+                required_during_scheduling_ignored_during_execution: vec![],
+                preferred_during_scheduling_ignored_during_execution: vec![
+                    core::WeightedPodAffinityTerm {
+                        weight: Some(100),
+                        pod_affinity_term: Some(pod_affinity_term),
+                    },
+                ],
+            }),
+        }),
+        host_aliases: vec![core::HostAlias {
+            ip: s("127.0.0.1"),
+            hostnames: vec!["db".into()],
+        }],
+        dns_config: Some(core::PodDnsConfig {
+            nameservers: vec!["1.1.1.1".into()],
+            searches: vec![],
+            options: vec![core::PodDnsConfigOption {
+                name: s("ndots"),
+                value: s("2"),
+            }],
+        }),
+        readiness_gates: vec![core::PodReadinessGate {
+            condition_type: s("example.com/ready"),
+        }],
+        topology_spread_constraints: vec![core::TopologySpreadConstraint {
+            max_skew: Some(1),
+            topology_key: s("topology.kubernetes.io/zone"),
+            when_unsatisfiable: s("DoNotSchedule"),
+            label_selector: labels("app", "web"),
+            min_domains: Some(0),
+            node_affinity_policy: None,
+            node_taints_policy: s("Honor"),
+            match_label_keys: vec![],
+        }],
+        os: Some(core::PodOs { name: s("linux") }),
+        scheduling_gates: vec![core::PodSchedulingGate {
+            name: s("example.com/gate"),
+        }],
+        resource_claims: vec![core::PodResourceClaim {
+            name: s("gpu"),
+            resource_claim_name: None,
+            resource_claim_template_name: s("gpu-template"),
+        }],
+        ..Default::default()
+    };
+    let status = core::PodStatus {
+        phase: s("Running"),
+        conditions: vec![core::PodCondition {
+            r#type: s("Ready"),
+            observed_generation: Some(0),
+            status: s("True"),
+            last_probe_time: Some(meta::Time::default()),
+            last_transition_time: time(1_700_000_000),
+            reason: s(""),
+            message: s(""),
+        }],
+        pod_ips: vec![core::PodIp { ip: s("10.1.2.3") }],
+        start_time: time(1_700_000_000),
+        container_statuses: vec![core::ContainerStatus {
+            name: s("app"),
+            state: Some(core::ContainerState {
+                terminated: Some(core::ContainerStateTerminated {
+                    exit_code: Some(0),
+                    signal: Some(0),
+                    reason: s("Completed"),
+                    message: s(""),
+                    started_at: time(1_700_000_000),
+                    finished_at: time(1_700_000_060),
+                    container_id: s(""),
+                }),
+                ..Default::default()
+            }),
+            last_state: Some(core::ContainerState::default()),
+            ready: Some(false),
+            restart_count: Some(0),
+            image: s("nginx:1.27"),
+            image_id: s(""),
+            container_id: s(""),
+            started: Some(false),
+            ..Default::default()
+        }],
+        qos_class: s("BestEffort"),
+        ..Default::default()
+    };
+    let pod = core::Pod {
+        metadata: Some(meta("web-0", "default")),
+        spec: Some(spec),
+        status: Some(status),
+    };
+    let got = decode_ok(&envelope("v1", "Pod", &pod));
+    let expected = json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web-0", "namespace": "default"},
+        "spec": {
+            "volumes": [
+                {"name": "token", "projected": {"sources": [
+                    {"serviceAccountToken": {"audience": "vault", "expirationSeconds": 3600, "path": "token"}},
+                    {"downwardAPI": {"items": [{
+                        "path": "labels",
+                        "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.labels"},
+                        "mode": 0,
+                    }]}},
+                ], "defaultMode": 272}},
+                {"name": "csi", "csi": {
+                    "driver": "secrets-store.csi.k8s.io",
+                    "readOnly": true,
+                    "volumeAttributes": {"secretProviderClass": "vault"},
+                    "nodePublishSecretRef": {"name": "creds"},
+                }},
+                {"name": "scratch", "ephemeral": {"volumeClaimTemplate": {
+                    "metadata": {},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "1Gi"}},
+                        // A pointer: an empty storage class is meaningful (no dynamic provisioning).
+                        "storageClassName": "",
+                    },
+                }}},
+                {"name": "nfs", "nfs": {"server": "10.0.0.1", "path": "/exports"}},
+            ],
+            "containers": [{
+                "name": "app",
+                "image": "nginx:1.27",
+                "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+                "env": [{"name": "LIMIT", "valueFrom": {"resourceFieldRef": {
+                    "resource": "limits.memory",
+                    "divisor": "1Mi",
+                }}}],
+                "resources": {},
+                "resizePolicy": [{"resourceName": "cpu", "restartPolicy": "NotRequired"}],
+                "volumeDevices": [{"name": "raw", "devicePath": "/dev/xvda"}],
+                "livenessProbe": {
+                    "grpc": {"port": 9090, "service": ""},
+                    "periodSeconds": 5,
+                    "terminationGracePeriodSeconds": 0,
+                },
+                "startupProbe": {"tcpSocket": {"port": "http"}},
+                "lifecycle": {
+                    "postStart": {"exec": {"command": ["sh", "-c", "echo hi"]}},
+                    "preStop": {
+                        "httpGet": {
+                            "path": "/stop",
+                            "port": 8080,
+                            "scheme": "HTTP",
+                            // HTTPHeader.value has no omitempty.
+                            "httpHeaders": [{"name": "X-Stop", "value": ""}],
+                        },
+                        "sleep": {"seconds": 0},
+                    },
+                    "stopSignal": "SIGTERM",
+                },
+                "securityContext": {
+                    "capabilities": {"add": ["NET_ADMIN"], "drop": ["ALL"]},
+                    "privileged": false,
+                    "seLinuxOptions": {"type": "spc_t", "level": "s0"},
+                    "windowsOptions": {"runAsUserName": "ContainerUser", "hostProcess": false},
+                    "runAsUser": 0,
+                    "appArmorProfile": {"type": "RuntimeDefault"},
+                },
+            }],
+            "ephemeralContainers": [{
+                "name": "debugger",
+                "image": "busybox",
+                "stdin": true,
+                "tty": true,
+                "targetContainerName": "app",
+            }],
+            "securityContext": {
+                "seLinuxOptions": {},
+                "runAsNonRoot": true,
+                "supplementalGroups": [1, 2],
+                "fsGroup": 2000,
+                "sysctls": [{"name": "net.core.somaxconn", "value": "1024"}],
+            },
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                        ],
+                    }]},
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 1, "preference": {}},
+                    ],
+                },
+                "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                        "namespaceSelector": {},
+                        "matchLabelKeys": ["pod-template-hash"],
+                    },
+                }]},
+            },
+            "hostAliases": [{"ip": "127.0.0.1", "hostnames": ["db"]}],
+            "dnsConfig": {"nameservers": ["1.1.1.1"], "options": [{"name": "ndots", "value": "2"}]},
+            "readinessGates": [{"conditionType": "example.com/ready"}],
+            "topologySpreadConstraints": [{
+                "maxSkew": 1,
+                "topologyKey": "topology.kubernetes.io/zone",
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+                "minDomains": 0,
+                "nodeTaintsPolicy": "Honor",
+            }],
+            "os": {"name": "linux"},
+            "schedulingGates": [{"name": "example.com/gate"}],
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "gpu-template"}],
+        },
+        "status": {
+            "phase": "Running",
+            "conditions": [{
+                "type": "Ready",
+                "status": "True",
+                "lastTransitionTime": "2023-11-14T22:13:20Z",
+            }],
+            "podIPs": [{"ip": "10.1.2.3"}],
+            "startTime": "2023-11-14T22:13:20Z",
+            "containerStatuses": [{
+                "name": "app",
+                "state": {"terminated": {
+                    "exitCode": 0,
+                    "reason": "Completed",
+                    "startedAt": "2023-11-14T22:13:20Z",
+                    "finishedAt": "2023-11-14T22:14:20Z",
+                }},
+                "lastState": {},
+                "ready": false,
+                "restartCount": 0,
+                "image": "nginx:1.27",
+                "imageID": "",
+                "started": false,
+            }],
+            "qosClass": "BestEffort",
+        },
+    });
+    let mut diff = Vec::new();
+    json_diff(&got, &expected, "", &mut diff);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+}

@@ -1715,3 +1715,447 @@ fn pod_with_every_kind_of_nested_message() {
     json_diff(&got, &expected, "", &mut diff);
     assert!(diff.is_empty(), "{}", diff.join("\n"));
 }
+
+fn pod_template(name: &str) -> Option<core::PodTemplateSpec> {
+    let mut metadata = meta("", "");
+    metadata.labels = map(&[("app", name.to_string())]);
+    Some(core::PodTemplateSpec {
+        metadata: Some(metadata),
+        spec: Some(core::PodSpec {
+            containers: vec![container(name)],
+            ..Default::default()
+        }),
+    })
+}
+
+fn assert_json(got: &serde_json::Value, expected: &serde_json::Value) {
+    let mut diff = Vec::new();
+    json_diff(got, expected, "", &mut diff);
+    assert!(diff.is_empty(), "{}", diff.join("\n"));
+}
+
+#[test]
+fn statefulset_with_claim_templates_update_strategy_and_status() {
+    use k8s_pb::api::apps::v1 as apps;
+    let sts = apps::StatefulSet {
+        metadata: Some(meta("db", "default")),
+        spec: Some(apps::StatefulSetSpec {
+            replicas: Some(3),
+            selector: labels("app", "db"),
+            template: pod_template("db"),
+            volume_claim_templates: vec![core::PersistentVolumeClaim {
+                metadata: Some(meta("data", "")),
+                spec: Some(core::PersistentVolumeClaimSpec {
+                    access_modes: vec!["ReadWriteOnce".into()],
+                    resources: Some(core::VolumeResourceRequirements {
+                        limits: BTreeMap::new(),
+                        requests: map(&[("storage", Quantity { string: s("10Gi") })]),
+                    }),
+                    storage_class_name: s("fast"),
+                    volume_mode: s("Filesystem"),
+                    data_source_ref: Some(core::TypedObjectReference {
+                        api_group: s("snapshot.storage.k8s.io"),
+                        kind: s("VolumeSnapshot"),
+                        name: s("snap"),
+                        namespace: None,
+                    }),
+                    ..Default::default()
+                }),
+                status: Some(core::PersistentVolumeClaimStatus::default()),
+            }],
+            service_name: s("db"),
+            pod_management_policy: s("Parallel"),
+            update_strategy: Some(apps::StatefulSetUpdateStrategy {
+                r#type: s("RollingUpdate"),
+                rolling_update: Some(apps::RollingUpdateStatefulSetStrategy {
+                    partition: Some(0),
+                    max_unavailable: str_port("50%"),
+                }),
+            }),
+            revision_history_limit: Some(10),
+            min_ready_seconds: Some(0),
+            persistent_volume_claim_retention_policy: Some(
+                apps::StatefulSetPersistentVolumeClaimRetentionPolicy {
+                    when_deleted: s("Delete"),
+                    when_scaled: s("Retain"),
+                },
+            ),
+            ordinals: Some(apps::StatefulSetOrdinals { start: Some(0) }),
+        }),
+        status: Some(apps::StatefulSetStatus {
+            observed_generation: Some(0),
+            replicas: Some(0),
+            ready_replicas: Some(0),
+            current_replicas: Some(0),
+            updated_replicas: Some(0),
+            current_revision: s(""),
+            update_revision: s(""),
+            collision_count: None,
+            conditions: vec![],
+            available_replicas: Some(0),
+        }),
+    };
+    assert_json(
+        &decode_ok(&envelope("apps/v1", "StatefulSet", &sts)),
+        &json!({
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {
+                "replicas": 3,
+                "selector": {"matchLabels": {"app": "db"}},
+                "template": {
+                    "metadata": {"labels": {"app": "db"}},
+                    "spec": {"containers": [{"name": "db", "image": "nginx:1.27", "resources": {}}]},
+                },
+                "volumeClaimTemplates": [{
+                    "metadata": {"name": "data"},
+                    "spec": {
+                        "accessModes": ["ReadWriteOnce"],
+                        "resources": {"requests": {"storage": "10Gi"}},
+                        "storageClassName": "fast",
+                        "volumeMode": "Filesystem",
+                        "dataSourceRef": {
+                            "apiGroup": "snapshot.storage.k8s.io",
+                            "kind": "VolumeSnapshot",
+                            "name": "snap",
+                        },
+                    },
+                    "status": {},
+                }],
+                "serviceName": "db",
+                "podManagementPolicy": "Parallel",
+                "updateStrategy": {
+                    "type": "RollingUpdate",
+                    "rollingUpdate": {"partition": 0, "maxUnavailable": "50%"},
+                },
+                "revisionHistoryLimit": 10,
+                "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete", "whenScaled": "Retain"},
+                // `start` has no omitempty.
+                "ordinals": {"start": 0},
+            },
+            // StatefulSetStatus.replicas and availableReplicas have no omitempty; the others do.
+            "status": {"replicas": 0, "availableReplicas": 0},
+        }),
+    );
+}
+
+#[test]
+fn daemonset_with_rolling_update_and_status_counters() {
+    use k8s_pb::api::apps::v1 as apps;
+    let ds = apps::DaemonSet {
+        metadata: Some(meta("agent", "kube-system")),
+        spec: Some(apps::DaemonSetSpec {
+            selector: labels("app", "agent"),
+            template: pod_template("agent"),
+            update_strategy: Some(apps::DaemonSetUpdateStrategy {
+                r#type: s("RollingUpdate"),
+                rolling_update: Some(apps::RollingUpdateDaemonSet {
+                    max_unavailable: int_port(1),
+                    max_surge: int_port(0),
+                }),
+            }),
+            min_ready_seconds: Some(0),
+            revision_history_limit: Some(10),
+        }),
+        status: Some(apps::DaemonSetStatus {
+            current_number_scheduled: Some(0),
+            number_misscheduled: Some(0),
+            desired_number_scheduled: Some(0),
+            number_ready: Some(0),
+            observed_generation: Some(0),
+            updated_number_scheduled: Some(0),
+            number_available: Some(0),
+            number_unavailable: Some(0),
+            collision_count: None,
+            conditions: vec![apps::DaemonSetCondition {
+                r#type: s("Ready"),
+                status: s("False"),
+                last_transition_time: Some(meta::Time::default()),
+                reason: s(""),
+                message: s(""),
+            }],
+        }),
+    };
+    assert_json(
+        &decode_ok(&envelope("apps/v1", "DaemonSet", &ds)),
+        &json!({
+            "apiVersion": "apps/v1",
+            "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "kube-system"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "agent"}},
+                "template": {
+                    "metadata": {"labels": {"app": "agent"}},
+                    "spec": {"containers": [{"name": "agent", "image": "nginx:1.27", "resources": {}}]},
+                },
+                // Pointers: maxSurge 0 is kept.
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}},
+                "revisionHistoryLimit": 10,
+            },
+            "status": {
+                "currentNumberScheduled": 0,
+                "numberMisscheduled": 0,
+                "desiredNumberScheduled": 0,
+                "numberReady": 0,
+                "conditions": [{"type": "Ready", "status": "False"}],
+            },
+        }),
+    );
+}
+
+#[test]
+fn crd_schema_unions_dollar_names_and_x_kubernetes_fields() {
+    use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
+    let raw = |json: &str| apiext::Json {
+        raw: Some(json.as_bytes().to_vec()),
+    };
+    let string_schema = || apiext::JsonSchemaProps {
+        r#type: s("string"),
+        ..Default::default()
+    };
+    let schema = apiext::JsonSchemaProps {
+        schema: s("http://json-schema.org/draft-04/schema#"),
+        r#type: s("object"),
+        description: s(""),
+        maximum: Some(10.0),
+        minimum: Some(0.5),
+        exclusive_maximum: Some(false),
+        r#enum: vec![raw("\"a\""), raw("1")],
+        default: Some(raw(r#"{"size":1}"#)),
+        required: vec!["spec".into()],
+        properties: map(&[
+            (
+                "spec",
+                apiext::JsonSchemaProps {
+                    r#type: s("object"),
+                    x_kubernetes_preserve_unknown_fields: Some(false),
+                    x_kubernetes_embedded_resource: Some(true),
+                    additional_properties: Some(Box::new(apiext::JsonSchemaPropsOrBool {
+                        allows: Some(false),
+                        schema: None,
+                    })),
+                    ..Default::default()
+                },
+            ),
+            (
+                "tags",
+                apiext::JsonSchemaProps {
+                    r#type: s("array"),
+                    items: Some(Box::new(apiext::JsonSchemaPropsOrArray {
+                        schema: Some(Box::new(string_schema())),
+                        j_son_schemas: vec![],
+                    })),
+                    x_kubernetes_list_type: s("set"),
+                    ..Default::default()
+                },
+            ),
+            (
+                "tuple",
+                apiext::JsonSchemaProps {
+                    items: Some(Box::new(apiext::JsonSchemaPropsOrArray {
+                        schema: None,
+                        j_son_schemas: vec![string_schema(), string_schema()],
+                    })),
+                    ..Default::default()
+                },
+            ),
+            (
+                "labels",
+                apiext::JsonSchemaProps {
+                    r#type: s("object"),
+                    additional_properties: Some(Box::new(apiext::JsonSchemaPropsOrBool {
+                        allows: Some(true),
+                        schema: Some(Box::new(string_schema())),
+                    })),
+                    ..Default::default()
+                },
+            ),
+            (
+                "ref",
+                apiext::JsonSchemaProps {
+                    r#ref: s("#/definitions/x"),
+                    ..Default::default()
+                },
+            ),
+        ]),
+        dependencies: map(&[
+            (
+                "a",
+                apiext::JsonSchemaPropsOrStringArray {
+                    schema: None,
+                    property: vec!["b".into(), "c".into()],
+                },
+            ),
+            (
+                "d",
+                apiext::JsonSchemaPropsOrStringArray {
+                    schema: Some(string_schema()),
+                    property: vec![],
+                },
+            ),
+        ]),
+        x_kubernetes_validations: vec![apiext::ValidationRule {
+            rule: s("self.spec.size > 0"),
+            message: s(""),
+            message_expression: s(""),
+            reason: s("FieldValueInvalid"),
+            field_path: s(""),
+            optional_old_self: None,
+        }],
+        ..Default::default()
+    };
+    let crd = apiext::CustomResourceDefinition {
+        metadata: Some(meta("widgets.example.com", "")),
+        spec: Some(apiext::CustomResourceDefinitionSpec {
+            group: s("example.com"),
+            names: Some(apiext::CustomResourceDefinitionNames {
+                plural: s("widgets"),
+                singular: s("widget"),
+                short_names: vec!["wg".into()],
+                kind: s("Widget"),
+                list_kind: s("WidgetList"),
+                categories: vec![],
+            }),
+            scope: s("Namespaced"),
+            versions: vec![apiext::CustomResourceDefinitionVersion {
+                name: s("v1"),
+                served: Some(true),
+                storage: Some(true),
+                deprecated: Some(false),
+                deprecation_warning: None,
+                schema: Some(apiext::CustomResourceValidation {
+                    open_apiv3_schema: Some(schema),
+                }),
+                subresources: Some(apiext::CustomResourceSubresources {
+                    status: Some(apiext::CustomResourceSubresourceStatus {}),
+                    scale: Some(apiext::CustomResourceSubresourceScale {
+                        spec_replicas_path: s(".spec.replicas"),
+                        status_replicas_path: s(".status.replicas"),
+                        label_selector_path: None,
+                    }),
+                }),
+                additional_printer_columns: vec![apiext::CustomResourceColumnDefinition {
+                    name: s("Size"),
+                    r#type: s("integer"),
+                    format: s(""),
+                    description: s(""),
+                    priority: Some(0),
+                    json_path: s(".spec.size"),
+                }],
+                selectable_fields: vec![apiext::SelectableField {
+                    json_path: s(".spec.color"),
+                }],
+            }],
+            conversion: Some(apiext::CustomResourceConversion {
+                strategy: s("Webhook"),
+                webhook: Some(apiext::WebhookConversion {
+                    client_config: Some(apiext::WebhookClientConfig {
+                        url: None,
+                        service: Some(apiext::ServiceReference {
+                            namespace: s("default"),
+                            name: s("conv"),
+                            path: s("/convert"),
+                            port: Some(443),
+                        }),
+                        ca_bundle: Some(b"\x01\x02\x03".to_vec()),
+                    }),
+                    conversion_review_versions: vec!["v1".into()],
+                }),
+            }),
+            preserve_unknown_fields: Some(false),
+        }),
+        status: Some(apiext::CustomResourceDefinitionStatus {
+            conditions: vec![],
+            accepted_names: Some(apiext::CustomResourceDefinitionNames {
+                plural: s(""),
+                singular: s(""),
+                short_names: vec![],
+                kind: s(""),
+                list_kind: s(""),
+                categories: vec![],
+            }),
+            stored_versions: vec!["v1".into()],
+            observed_generation: None,
+        }),
+    };
+    let got = decode_ok(&envelope(
+        "apiextensions.k8s.io/v1",
+        "CustomResourceDefinition",
+        &crd,
+    ));
+    assert_json(
+        &got,
+        &json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {
+                "group": "example.com",
+                "names": {
+                    "plural": "widgets",
+                    "singular": "widget",
+                    "shortNames": ["wg"],
+                    "kind": "Widget",
+                    "listKind": "WidgetList",
+                },
+                "scope": "Namespaced",
+                "versions": [{
+                    "name": "v1",
+                    "served": true,
+                    "storage": true,
+                    "schema": {"openAPIV3Schema": {
+                        "$schema": "http://json-schema.org/draft-04/schema#",
+                        "type": "object",
+                        // Integral doubles as Go writes them.
+                        "maximum": 10,
+                        "minimum": 0.5,
+                        "enum": ["a", 1],
+                        "default": {"size": 1},
+                        "required": ["spec"],
+                        "properties": {
+                            "spec": {
+                                "type": "object",
+                                "x-kubernetes-preserve-unknown-fields": false,
+                                "x-kubernetes-embedded-resource": true,
+                                "additionalProperties": false,
+                            },
+                            "tags": {
+                                "type": "array",
+                                "items": {"type": "string"},
+                                "x-kubernetes-list-type": "set",
+                            },
+                            "tuple": {"items": [{"type": "string"}, {"type": "string"}]},
+                            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                            "ref": {"$ref": "#/definitions/x"},
+                        },
+                        "dependencies": {"a": ["b", "c"], "d": {"type": "string"}},
+                        "x-kubernetes-validations": [
+                            {"rule": "self.spec.size > 0", "reason": "FieldValueInvalid"},
+                        ],
+                    }},
+                    "subresources": {
+                        "status": {},
+                        "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+                    },
+                    "additionalPrinterColumns": [
+                        {"name": "Size", "type": "integer", "jsonPath": ".spec.size"},
+                    ],
+                    "selectableFields": [{"jsonPath": ".spec.color"}],
+                }],
+                "conversion": {
+                    "strategy": "Webhook",
+                    "webhook": {
+                        "clientConfig": {
+                            "service": {"namespace": "default", "name": "conv", "path": "/convert", "port": 443},
+                            "caBundle": "AQID",
+                        },
+                        "conversionReviewVersions": ["v1"],
+                    },
+                },
+            },
+            // plural and kind have no omitempty.
+            "status": {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]},
+        }),
+    );
+}

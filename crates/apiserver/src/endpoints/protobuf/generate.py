@@ -3,13 +3,16 @@
 
 Usage (from this directory):
 
-    for r in api apimachinery apiextensions-apiserver kube-aggregator; do
-        git clone -q --depth 1 --branch kubernetes-1.35.7 \
-            https://github.com/kubernetes/$r /tmp/k8s-src/$r
+    for r in api:1.35.7 apimachinery:1.35.7 apiextensions-apiserver:1.35.7 \
+             kube-aggregator:1.35.6; do
+        git clone -q --depth 1 --branch kubernetes-${r#*:} \
+            https://github.com/kubernetes/${r%:*} /tmp/k8s-src/${r%:*}
     done
     python3 generate.py /tmp/k8s-src > generated.rs && cargo fmt --all
 
-(kube-aggregator has no 1.35.7 tag; any 1.35 tag has the same apiregistration/v1 types.)
+(kube-aggregator has no 1.35.7 tag; its apiregistration/v1 types are the same in every 1.35.)
+Then run `cargo test -p apiserver --lib protobuf`: `every_kind_fully_populated_matches_prost`
+checks every table against k8s-pb's prost messages.
 
 The input is the Go API types of those modules. Only facts are read from them: each field's
 protobuf number (`protobuf:"...,N,..."` tag), its JSON name and `omitempty`/`inline` (`json` tag),
@@ -310,10 +313,18 @@ class Generator:
         while self.queue:
             pkg, name = self.queue.pop(0)
             self.message(pkg, name)
+        body = "\n".join(self.out)
+        used = sorted(
+            name
+            for name in set(SCALARS.values()) | set(SPECIAL.values())
+            if re.search(rf"[(&, ]{name}[),(]", body)
+        )
+        names = ", ".join("String as Str" if n == "Str" else n for n in used)
         print(HEADER)
+        print(f"use Ty::{{{names}}};\n")
         for ty, static in sorted(self.map_values.items(), key=lambda kv: kv[1]):
             print(f"static {static}: Ty = {ty};\n")
-        print("\n".join(self.out))
+        print(body)
         print("/// `metav1.DeleteOptions` (sent with the apiVersion of whichever client sends it).")
         print(f"pub(super) static DELETE_OPTIONS: &Message = &{delete_options};\n")
         print("/// The kinds whose bodies are decoded: `(apiVersion, kind, message)`.")
@@ -330,11 +341,6 @@ HEADER = """\
 //! pointer/value and `omitempty`); do not edit by hand. To regenerate, see that script's header.
 
 use super::schema::{Message, Ty, inline, map, ptr, rep, val};
-
-#[allow(unused_imports)]
-use Ty::{
-    Bool, Bytes, Double, Int, IntOrString, MicroTime, Quantity, RawJson, SchemaOrArray, SchemaOrBool, SchemaOrStringArray, String as Str, Time,
-};
 """
 
 

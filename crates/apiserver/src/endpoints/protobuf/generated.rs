@@ -5,7 +5,6 @@
 
 use super::schema::{Message, Ty, inline, map, ptr, rep, val};
 
-#[allow(unused_imports)]
 use Ty::{
     Bool, Bytes, Double, Int, IntOrString, MicroTime, Quantity, RawJson, SchemaOrArray,
     SchemaOrBool, SchemaOrStringArray, String as Str, Time,

@@ -353,67 +353,35 @@ fn decode_int_or_string(buf: &[u8]) -> Result<Option<Value>, DecodeError> {
 /// Go's JSON encoder writes integral floats without a fraction (`1`, not `1.0`); non-finite
 /// values cannot occur in valid objects and become null.
 fn double(v: f64) -> Value {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
+    if v.fract() == 0.0 && v.abs() < 1e18 {
         Value::from(v as i64)
     } else {
         serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
     }
 }
 
-/// Reads a JSONSchemaProps union: its schema field, its repeated field, and its bool.
-struct SchemaUnion {
-    schema: Option<Value>,
-    items: Vec<Value>,
-    allows: bool,
-}
-
-fn decode_schema_union(
-    name: &'static str,
-    schema: &'static Message,
-    buf: &[u8],
-    schema_field: u32,
-    items_field: u32,
-    items_are_schemas: bool,
-) -> Result<SchemaUnion, DecodeError> {
-    let mut out = SchemaUnion {
-        schema: None,
-        items: Vec::new(),
-        allows: false,
-    };
-    let mut reader = FieldReader::new(buf);
-    while let Some((number, wire)) = reader.next_field()? {
-        let mismatch = || DecodeError::WireType {
-            message: name,
-            field: number,
-        };
-        match wire {
-            WireValue::Bytes(b) if number == schema_field => {
-                out.schema = Some(Value::Object(decode_message(schema, b)?));
-            }
-            WireValue::Bytes(b) if number == items_field && items_are_schemas => {
-                out.items.push(Value::Object(decode_message(schema, b)?));
-            }
-            WireValue::Bytes(b) if number == items_field => {
-                out.items.push(Value::String(string(b)));
-            }
-            WireValue::Varint(v) if number == 1 && schema_field == 2 => out.allows = v != 0,
-            _ if number == schema_field || number == items_field => return Err(mismatch()),
-            _ if number == 1 && schema_field == 2 => return Err(mismatch()),
-            _ => {}
-        }
-    }
-    Ok(out)
+fn wire_type(message: &'static str, field: u32) -> DecodeError {
+    DecodeError::WireType { message, field }
 }
 
 fn decode_schema_or_array(
     schema: &'static Message,
     buf: &[u8],
 ) -> Result<Option<Value>, DecodeError> {
-    let u = decode_schema_union("JSONSchemaPropsOrArray", schema, buf, 1, 2, true)?;
-    Ok(Some(if u.items.is_empty() {
-        u.schema.unwrap_or(Value::Null)
+    let (mut one, mut many) = (None, Vec::new());
+    let mut reader = FieldReader::new(buf);
+    while let Some((number, wire)) = reader.next_field()? {
+        match (number, wire) {
+            (1, WireValue::Bytes(b)) => one = Some(Value::Object(decode_message(schema, b)?)),
+            (2, WireValue::Bytes(b)) => many.push(Value::Object(decode_message(schema, b)?)),
+            (1 | 2, _) => return Err(wire_type("JSONSchemaPropsOrArray", number)),
+            _ => {}
+        }
+    }
+    Ok(Some(if many.is_empty() {
+        one.unwrap_or(Value::Null)
     } else {
-        Value::Array(u.items)
+        Value::Array(many)
     }))
 }
 
@@ -421,19 +389,37 @@ fn decode_schema_or_bool(
     schema: &'static Message,
     buf: &[u8],
 ) -> Result<Option<Value>, DecodeError> {
-    let u = decode_schema_union("JSONSchemaPropsOrBool", schema, buf, 2, 0, true)?;
-    Ok(Some(u.schema.unwrap_or(Value::Bool(u.allows))))
+    let (mut allows, mut one) = (false, None);
+    let mut reader = FieldReader::new(buf);
+    while let Some((number, wire)) = reader.next_field()? {
+        match (number, wire) {
+            (1, WireValue::Varint(v)) => allows = v != 0,
+            (2, WireValue::Bytes(b)) => one = Some(Value::Object(decode_message(schema, b)?)),
+            (1 | 2, _) => return Err(wire_type("JSONSchemaPropsOrBool", number)),
+            _ => {}
+        }
+    }
+    Ok(Some(one.unwrap_or(Value::Bool(allows))))
 }
 
 fn decode_schema_or_string_array(
     schema: &'static Message,
     buf: &[u8],
 ) -> Result<Option<Value>, DecodeError> {
-    let u = decode_schema_union("JSONSchemaPropsOrStringArray", schema, buf, 1, 2, false)?;
-    Ok(Some(if !u.items.is_empty() {
-        Value::Array(u.items)
+    let (mut one, mut strings) = (None, Vec::new());
+    let mut reader = FieldReader::new(buf);
+    while let Some((number, wire)) = reader.next_field()? {
+        match (number, wire) {
+            (1, WireValue::Bytes(b)) => one = Some(Value::Object(decode_message(schema, b)?)),
+            (2, WireValue::Bytes(b)) => strings.push(Value::String(string(b))),
+            (1 | 2, _) => return Err(wire_type("JSONSchemaPropsOrStringArray", number)),
+            _ => {}
+        }
+    }
+    Ok(Some(if strings.is_empty() {
+        one.unwrap_or(Value::Null)
     } else {
-        u.schema.unwrap_or(Value::Null)
+        Value::Array(strings)
     }))
 }
 

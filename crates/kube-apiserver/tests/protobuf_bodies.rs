@@ -174,6 +174,58 @@ fn assert_pod_spec(spec: &Value, name: &str) {
     );
 }
 
+/// Every kind the binary's discovery lists can be created from a protobuf body.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_served_kind_has_a_protobuf_table() {
+    let mut server = ApiServer::start(&[]).await;
+    let admin = server.admin_client();
+    let supported: Vec<(&str, &str)> = apiserver::endpoints::protobuf::supported_kinds().collect();
+    let mut group_versions = vec!["v1".to_string()];
+    let groups = get(&admin, "/apis").await;
+    for group in groups["groups"].as_array().unwrap() {
+        for version in group["versions"].as_array().unwrap() {
+            group_versions.push(version["groupVersion"].as_str().unwrap().to_string());
+        }
+    }
+    let mut missing = Vec::new();
+    let mut seen = 0;
+    for gv in &group_versions {
+        let path = if gv == "v1" {
+            "/api/v1".to_string()
+        } else {
+            format!("/apis/{gv}")
+        };
+        let list = get(&admin, &path).await;
+        for resource in list["resources"].as_array().unwrap() {
+            let name = resource["name"].as_str().unwrap();
+            let kind = resource["kind"].as_str().unwrap();
+            // Subresources name their own group version (Scale is autoscaling/v1).
+            let version = resource["group"]
+                .as_str()
+                .zip(resource["version"].as_str())
+                .map_or(gv.clone(), |(g, v)| {
+                    if g.is_empty() {
+                        v.to_string()
+                    } else {
+                        format!("{g}/{v}")
+                    }
+                });
+            let verbs = resource["verbs"].as_array().unwrap();
+            let writable = verbs.iter().any(|v| v == "create" || v == "update");
+            if !writable {
+                continue;
+            }
+            seen += 1;
+            if !supported.contains(&(version.as_str(), kind)) {
+                missing.push(format!("{name}: {version} {kind}"));
+            }
+        }
+    }
+    assert!(seen >= 30, "only {seen} writable resources in discovery");
+    assert!(missing.is_empty(), "no protobuf table for {missing:?}");
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn protobuf_pod_statefulset_and_daemonset_are_created_and_read_back_as_json() {
     let mut server = ApiServer::start(&[]).await;

@@ -173,10 +173,10 @@ fn decode_into(
                         }
                     }
                     _ => {
+                        // An item meaning "unset" (an empty apiextensions `JSON` in `enum`) is
+                        // still an item: Go writes it as null.
                         let decoded = decode_value(ty, value).ok_or_else(mismatch)??;
-                        if let Some(v) = decoded {
-                            items.push(v);
-                        }
+                        items.push(decoded.unwrap_or(Value::Null));
                     }
                 }
             }

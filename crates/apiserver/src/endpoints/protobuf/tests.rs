@@ -519,6 +519,11 @@ fn supported_kinds_lists_the_tables() {
         ("v1", "ConfigMap"),
         ("v1", "Secret"),
         ("v1", "Namespace"),
+        ("v1", "Pod"),
+        ("apps/v1", "StatefulSet"),
+        ("apps/v1", "DaemonSet"),
+        ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+        ("apiregistration.k8s.io/v1", "APIService"),
         ("*", "DeleteOptions"),
     ] {
         assert!(kinds.contains(&expected), "{expected:?}");
@@ -1921,7 +1926,7 @@ fn crd_schema_unions_dollar_names_and_x_kubernetes_fields() {
         maximum: Some(10.0),
         minimum: Some(0.5),
         exclusive_maximum: Some(false),
-        r#enum: vec![raw("\"a\""), raw("1")],
+        r#enum: vec![raw("\"a\""), raw("1"), apiext::Json { raw: None }],
         default: Some(raw(r#"{"size":1}"#)),
         required: vec!["spec".into()],
         properties: map(&[
@@ -2110,7 +2115,7 @@ fn crd_schema_unions_dollar_names_and_x_kubernetes_fields() {
                         // Integral doubles as Go writes them.
                         "maximum": 10,
                         "minimum": 0.5,
-                        "enum": ["a", 1],
+                        "enum": ["a", 1, null],
                         "default": {"size": 1},
                         "required": ["spec"],
                         "properties": {
@@ -2156,6 +2161,145 @@ fn crd_schema_unions_dollar_names_and_x_kubernetes_fields() {
             },
             // plural and kind have no omitempty.
             "status": {"acceptedNames": {"plural": "", "kind": ""}, "storedVersions": ["v1"]},
+        }),
+    );
+}
+
+/// Irregular JSON names (`Port`, `podCIDRs`), MicroTime, and pointer IntOrString in kinds that
+/// controllers write: Node, events.k8s.io Event, NetworkPolicy.
+#[test]
+fn node_event_and_network_policy() {
+    let node = core::Node {
+        metadata: Some(meta("n1", "")),
+        spec: Some(core::NodeSpec {
+            pod_cidr: s("10.0.0.0/24"),
+            pod_cid_rs: vec!["10.0.0.0/24".into()],
+            unschedulable: Some(true),
+            taints: vec![core::Taint {
+                key: s("dedicated"),
+                value: s(""),
+                effect: s("NoSchedule"),
+                time_added: time(1_700_000_000),
+            }],
+            ..Default::default()
+        }),
+        status: Some(core::NodeStatus {
+            capacity: map(&[("cpu", Quantity { string: s("4") })]),
+            addresses: vec![core::NodeAddress {
+                r#type: s("InternalIP"),
+                address: s("192.168.0.10"),
+            }],
+            daemon_endpoints: Some(core::NodeDaemonEndpoints {
+                kubelet_endpoint: Some(core::DaemonEndpoint { port: Some(10250) }),
+            }),
+            ..Default::default()
+        }),
+    };
+    assert_json(
+        &decode_ok(&envelope("v1", "Node", &node)),
+        &json!({
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1"},
+            "spec": {
+                "podCIDR": "10.0.0.0/24",
+                "podCIDRs": ["10.0.0.0/24"],
+                "unschedulable": true,
+                "taints": [{"key": "dedicated", "effect": "NoSchedule", "timeAdded": "2023-11-14T22:13:20Z"}],
+            },
+            "status": {
+                "capacity": {"cpu": "4"},
+                "addresses": [{"type": "InternalIP", "address": "192.168.0.10"}],
+                "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            },
+        }),
+    );
+
+    use k8s_pb::api::events::v1 as events;
+    let event = events::Event {
+        metadata: Some(meta("web.1", "default")),
+        event_time: Some(meta::MicroTime {
+            seconds: Some(1_700_000_000),
+            nanos: Some(123_456_789),
+        }),
+        series: Some(events::EventSeries {
+            count: Some(2),
+            last_observed_time: Some(meta::MicroTime {
+                seconds: Some(1_700_000_001),
+                nanos: Some(0),
+            }),
+        }),
+        reporting_controller: s("example.com/ctl"),
+        reporting_instance: s("ctl-1"),
+        action: s("Scale"),
+        reason: s("Scaled"),
+        regarding: Some(core::ObjectReference {
+            kind: s("Deployment"),
+            namespace: s("default"),
+            name: s("web"),
+            ..Default::default()
+        }),
+        note: s("scaled to 2"),
+        r#type: s("Normal"),
+        deprecated_count: Some(0),
+        deprecated_first_timestamp: Some(meta::Time::default()),
+        ..Default::default()
+    };
+    assert_json(
+        &decode_ok(&envelope("events.k8s.io/v1", "Event", &event)),
+        &json!({
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"name": "web.1", "namespace": "default"},
+            "eventTime": "2023-11-14T22:13:20.123456Z",
+            "series": {"count": 2, "lastObservedTime": "2023-11-14T22:13:21.000000Z"},
+            "reportingController": "example.com/ctl",
+            "reportingInstance": "ctl-1",
+            "action": "Scale",
+            "reason": "Scaled",
+            "regarding": {"kind": "Deployment", "namespace": "default", "name": "web"},
+            "note": "scaled to 2",
+            "type": "Normal",
+        }),
+    );
+
+    use k8s_pb::api::networking::v1 as net;
+    let policy = net::NetworkPolicy {
+        metadata: Some(meta("allow-web", "default")),
+        spec: Some(net::NetworkPolicySpec {
+            pod_selector: Some(meta::LabelSelector::default()),
+            ingress: vec![net::NetworkPolicyIngressRule {
+                ports: vec![net::NetworkPolicyPort {
+                    protocol: s("TCP"),
+                    port: int_port(80),
+                    end_port: Some(90),
+                }],
+                from: vec![net::NetworkPolicyPeer {
+                    ip_block: Some(net::IpBlock {
+                        cidr: s("10.0.0.0/8"),
+                        except: vec!["10.1.0.0/16".into()],
+                    }),
+                    ..Default::default()
+                }],
+            }],
+            egress: vec![],
+            policy_types: vec!["Ingress".into()],
+        }),
+    };
+    assert_json(
+        &decode_ok(&envelope("networking.k8s.io/v1", "NetworkPolicy", &policy)),
+        &json!({
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "allow-web", "namespace": "default"},
+            "spec": {
+                "podSelector": {},
+                "ingress": [{
+                    "ports": [{"protocol": "TCP", "port": 80, "endPort": 90}],
+                    "from": [{"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16"]}}],
+                }],
+                "policyTypes": ["Ingress"],
+            },
         }),
     );
 }

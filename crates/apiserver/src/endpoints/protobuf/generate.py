@@ -146,9 +146,8 @@ TAG_RE = re.compile(r'(\w+):"([^"]*)"')
 class Package:
     def __init__(self, key):
         self.key = key
-        self.structs = {}  # name -> [(go name, go type, tags)]
-        self.typedefs = {}  # name -> go type
-        self.imports = {}  # alias -> package key
+        self.structs = {}  # name -> ([(go name, go type, tags)], import aliases of its file)
+        self.typedefs = {}  # name -> (go type, import aliases of its file)
 
 
 def parse_package(root, key):

@@ -15,7 +15,11 @@
 //! struct (`VolumeSource`, `ProbeHandler`, `EphemeralContainerCommon`, …) is inlined. Special
 //! types: `Time`/`MicroTime` (RFC 3339), `Quantity` (its string), `IntOrString`,
 //! `RawExtension`/`FieldsV1`/apiextensions `JSON` (the embedded JSON), `[]byte` (base64), and the
-//! apiextensions `JSONSchemaPropsOr{Array,Bool,StringArray}` unions.
+//! apiextensions `JSONSchemaPropsOr{Array,Bool,StringArray}` unions. Deliberate differences from
+//! re-encoding the Go struct: a zero `Time` (Go writes `null`) and a zero `IntOrString` with
+//! `omitempty` (upstream defaulting treats it as unset) are left out, and a field absent from
+//! the wire is absent from the JSON (gogo always writes value fields, so this only affects
+//! hand-built bodies).
 //!
 //! Supported: every kind kube-apiserver serves, with all nested messages — v1 ConfigMap, Secret,
 //! Namespace, ServiceAccount, Service, Endpoints, Event, Pod, Node, PersistentVolumeClaim,

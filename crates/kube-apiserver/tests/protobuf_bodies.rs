@@ -307,3 +307,110 @@ async fn protobuf_pod_statefulset_and_daemonset_are_created_and_read_back_as_jso
 
     server.stop().await;
 }
+
+/// `kubectl create job --from=cronjob/...` copies the CronJob's job template into a Job it
+/// creates through a typed client: a protobuf body carrying whatever the template holds (here
+/// affinity, a lifecycle hook, a probe, a topology spread constraint and a projected volume).
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_35_create_job_from_cronjob_sends_the_template_as_protobuf() {
+    let mut server = ApiServer::start(&[]).await;
+    let home = tempfile::tempdir().unwrap();
+    let kubeconfig = server.kubeconfig().display().to_string();
+    let pod_spec = json!({
+        "restartPolicy": "Never",
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+            ]}],
+        }}},
+        "topologySpreadConstraints": [{
+            "maxSkew": 1,
+            "topologyKey": "kubernetes.io/hostname",
+            "whenUnsatisfiable": "ScheduleAnyway",
+        }],
+        "containers": [{
+            "name": "task",
+            "image": "busybox:1.36",
+            "lifecycle": {"preStop": {"sleep": {"seconds": 5}}},
+            "livenessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 7},
+            "volumeMounts": [{"name": "token", "mountPath": "/var/run/token"}],
+        }],
+        "volumes": [{"name": "token", "projected": {"sources": [
+            {"serviceAccountToken": {"audience": "vault", "path": "token"}},
+        ]}}],
+    });
+    let cronjob = json!({
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": "default"},
+        "spec": {
+            "schedule": "0 0 * * *",
+            "jobTemplate": {"spec": {"template": {"spec": pod_spec}}},
+        },
+    });
+    let file = home.path().join("cronjob.json");
+    std::fs::write(&file, cronjob.to_string()).unwrap();
+    let kubectl = |args: Vec<String>| {
+        let home = home.path().to_path_buf();
+        let kubeconfig = kubeconfig.clone();
+        async move {
+            let mut all = vec!["--kubeconfig".to_string(), kubeconfig];
+            all.extend(args);
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            common::run_tool("kubectl-1.35", &home, &all).await
+        }
+    };
+    let out = kubectl(vec![
+        "create".into(),
+        "-f".into(),
+        file.display().to_string(),
+    ])
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let out = kubectl(
+        ["-v=8", "create", "job", "manual", "--from=cronjob/nightly"]
+            .map(String::from)
+            .to_vec(),
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let post = out
+        .stderr
+        .split("\"Request\" verb=\"POST\"")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no POST in:\n{}", out.stderr));
+    assert!(
+        post.contains("/apis/batch/v1/namespaces/default/jobs")
+            && post.contains("Content-Type: application/vnd.kubernetes.protobuf"),
+        "{}",
+        out.stderr
+    );
+    let job = get(
+        &server.admin_client(),
+        "/apis/batch/v1/namespaces/default/jobs/manual",
+    )
+    .await;
+    let spec = &job["spec"]["template"]["spec"];
+    for (path, expected) in [
+        ("/affinity", &pod_spec["affinity"]),
+        (
+            "/topologySpreadConstraints",
+            &pod_spec["topologySpreadConstraints"],
+        ),
+        (
+            "/containers/0/lifecycle",
+            &pod_spec["containers"][0]["lifecycle"],
+        ),
+        (
+            "/containers/0/livenessProbe/exec",
+            &json!({"command": ["true"]}),
+        ),
+        (
+            "/volumes/0/projected/sources/0/serviceAccountToken/audience",
+            &json!("vault"),
+        ),
+    ] {
+        assert_eq!(spec.pointer(path), Some(expected), "{path} in {spec}");
+    }
+    server.stop().await;
+}

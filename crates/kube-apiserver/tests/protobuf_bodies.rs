@@ -1,7 +1,9 @@
 //! End-to-end: typed clients (client-go, so kubectl, helm and controllers) create objects with
 //! `application/vnd.kubernetes.protobuf` bodies. The binary must accept a Pod, StatefulSet and
 //! DaemonSet with nested messages (affinity, probes, lifecycle hooks, claim templates, …) and
-//! serve them back as JSON.
+//! serve them back as JSON; every writable kind in its discovery must have a protobuf table; and
+//! kubectl 1.35's typed `create job --from=cronjob` (needs `kubectl-1.35`, like `e2e_kubectl`)
+//! must succeed with a rich pod template.
 
 mod common;
 

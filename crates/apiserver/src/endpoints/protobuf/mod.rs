@@ -1,26 +1,40 @@
 //! Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) decoded into the
 //! JSON object the REST layer works with.
 //!
-//! client-go's typed clientsets send protobuf (`kubectl create configmap|secret|namespace`, helm's
-//! release `Secret`s and `DeleteOptions`), and a 415 is not retried as JSON, so the server must
-//! read them. The body is the magic `k8s\0` followed by a `runtime.Unknown` envelope
-//! `{typeMeta = 1 {apiVersion = 1, kind = 2}, raw = 2, contentEncoding = 3, contentType = 4}`
-//! whose `raw` is the object's own message. The object is decoded with a static field table per
-//! message (`types.rs`, `workloads.rs`, `networking.rs`) by one generic decoder (`schema.rs`):
-//! no generated code at build time and no runtime dependency.
+//! client-go's typed clientsets send protobuf (`kubectl create`, helm, controllers), and a 415 is
+//! not retried as JSON, so the server must read them. The body is the magic `k8s\0` followed by
+//! a `runtime.Unknown` envelope `{typeMeta = 1 {apiVersion = 1, kind = 2}, raw = 2,
+//! contentEncoding = 3, contentType = 4}` whose `raw` is the object's own message. The object is
+//! decoded with a static field table per message (`generated.rs`) by one generic decoder
+//! (`schema.rs`): no code generation at build time and no runtime dependency.
 //!
-//! Supported: v1 ConfigMap, Secret, Namespace, ServiceAccount, Service, ResourceQuota; apps/v1
-//! Deployment; batch/v1 Job, CronJob; networking.k8s.io/v1 Ingress; rbac Role, ClusterRole,
-//! RoleBinding, ClusterRoleBinding; scheduling PriorityClass; policy/v1 PodDisruptionBudget,
-//! Eviction; coordination Lease; DeleteOptions under any apiVersion. Other kinds, and bodies
-//! that set a nested message without a table (pod affinity, lifecycle hooks, most volume
-//! sources), get 415, which kubectl reports instead of the object silently losing fields.
+//! `generated.rs` is written by `generate.py` from the Go API types of Kubernetes 1.35 (field
+//! numbers, JSON names, pointer or value, `omitempty`, inlined embedded structs); its header says
+//! how to regenerate it. The JSON follows Go's encoder: a Go pointer, or a value without
+//! `omitempty`, keeps a zero value it was sent; a value with `omitempty` drops it; an embedded
+//! struct (`VolumeSource`, `ProbeHandler`, `EphemeralContainerCommon`, …) is inlined. Special
+//! types: `Time`/`MicroTime` (RFC 3339), `Quantity` (its string), `IntOrString`,
+//! `RawExtension`/`FieldsV1`/apiextensions `JSON` (the embedded JSON), `[]byte` (base64), and the
+//! apiextensions `JSONSchemaPropsOr{Array,Bool,StringArray}` unions. Deliberate differences from
+//! re-encoding the Go struct: a zero `Time` (Go writes `null`) and a zero `IntOrString` with
+//! `omitempty` (upstream defaulting treats it as unset) are left out, and a field absent from
+//! the wire is absent from the JSON (gogo always writes value fields, so this only affects
+//! hand-built bodies).
+//!
+//! Supported: every kind kube-apiserver serves, with all nested messages — v1 ConfigMap, Secret,
+//! Namespace, ServiceAccount, Service, Endpoints, Event, Pod, Node, PersistentVolumeClaim,
+//! PersistentVolume, LimitRange, ResourceQuota, ReplicationController; apps/v1
+//! ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet; autoscaling/v1 Scale;
+//! events.k8s.io/v1 Event; batch/v1 CronJob, Job; networking.k8s.io/v1 IngressClass, Ingress,
+//! NetworkPolicy; policy/v1 PodDisruptionBudget, Eviction; rbac.authorization.k8s.io/v1 Role,
+//! ClusterRole, RoleBinding, ClusterRoleBinding; storage.k8s.io/v1 StorageClass;
+//! apiextensions.k8s.io/v1 CustomResourceDefinition; scheduling.k8s.io/v1 PriorityClass;
+//! coordination.k8s.io/v1 Lease; discovery.k8s.io/v1 EndpointSlice; apiregistration.k8s.io/v1
+//! APIService; DeleteOptions under any apiVersion. Other kinds get 415.
 
-mod networking;
+mod generated;
 mod schema;
-mod types;
 mod wire;
-mod workloads;
 
 use serde_json::{Map, Value};
 
@@ -85,9 +99,6 @@ pub enum DecodeError {
         /// The envelope's kind.
         kind: String,
     },
-    /// A set field whose message has no table here (e.g. `affinity`).
-    #[error("unsupported field in protobuf body")]
-    UnsupportedField,
 }
 
 impl From<DecodeError> for ApiError {
@@ -95,7 +106,7 @@ impl From<DecodeError> for ApiError {
         match err {
             // The client may retry the same object as JSON; the message names the accepted
             // media types as upstream's 415 does.
-            DecodeError::UnsupportedKind { .. } | DecodeError::UnsupportedField => ApiError::new(
+            DecodeError::UnsupportedKind { .. } => ApiError::new(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 reason::UNSUPPORTED_MEDIA_TYPE,
                 "the body of the request was in an unknown format - accepted media types \
@@ -117,7 +128,7 @@ pub fn decode_kubernetes_protobuf(body: &[u8]) -> Result<Value, ApiError> {
 /// The `(apiVersion, kind)` pairs [`decode_kubernetes_protobuf`] reads (`DeleteOptions` is read
 /// under any apiVersion, since every group version registers it).
 pub fn supported_kinds() -> impl Iterator<Item = (&'static str, &'static str)> {
-    types::KINDS
+    generated::KINDS
         .iter()
         .map(|(version, kind, _)| (*version, *kind))
         .chain(std::iter::once(("*", "DeleteOptions")))
@@ -133,9 +144,9 @@ fn decode(body: &[u8]) -> Result<Value, DecodeError> {
         return Err(DecodeError::ContentEncoding(unknown.content_encoding));
     }
     let message = if unknown.kind == "DeleteOptions" {
-        &types::DELETE_OPTIONS
+        generated::DELETE_OPTIONS
     } else {
-        types::KINDS
+        generated::KINDS
             .iter()
             .find(|(v, k, _)| *v == unknown.api_version && *k == unknown.kind)
             .map(|(_, _, m)| *m)

@@ -50,6 +50,9 @@ pub(super) enum Ty {
     Bool,
     /// `int32`/`int64` (both varints).
     Int,
+    /// `float64` (a `double`, fixed 64 bits): a JSON number, integral values without a fraction
+    /// as Go's encoder writes them.
+    Double,
     /// `[]byte`: base64 in JSON.
     Bytes,
     /// An embedded message.
@@ -66,9 +69,15 @@ pub(super) enum Ty {
     IntOrString,
     /// `metav1.FieldsV1` / `runtime.RawExtension` `{raw = 1}` holding JSON bytes.
     RawJson,
-    /// A message without a table here: an empty occurrence is skipped, a non-empty one refuses
-    /// the body (415) rather than silently dropping data.
-    Unsupported,
+    /// apiextensions `JSONSchemaPropsOrArray` `{schema = 1, jSONSchemas = 2}`: the array when it
+    /// has items, else the schema.
+    SchemaOrArray(&'static Message),
+    /// apiextensions `JSONSchemaPropsOrBool` `{allows = 1, schema = 2}`: the schema when set,
+    /// else the boolean.
+    SchemaOrBool(&'static Message),
+    /// apiextensions `JSONSchemaPropsOrStringArray` `{schema = 1, property = 2}`: the strings
+    /// when there are any, else the schema, else null.
+    SchemaOrStringArray(&'static Message),
 }
 
 const fn field(number: u32, json: &'static str, ty: Ty, card: Card) -> Field {
@@ -164,10 +173,10 @@ fn decode_into(
                         }
                     }
                     _ => {
+                        // An item meaning "unset" (an empty apiextensions `JSON` in `enum`) is
+                        // still an item: Go writes it as null.
                         let decoded = decode_value(ty, value).ok_or_else(mismatch)??;
-                        if let Some(v) = decoded {
-                            items.push(v);
-                        }
+                        items.push(decoded.unwrap_or(Value::Null));
                     }
                 }
             }
@@ -201,8 +210,12 @@ fn decode_value(ty: &Ty, value: WireValue<'_>) -> Option<Result<Option<Value>, D
         (Ty::Quantity, WireValue::Bytes(b)) => decode_quantity(b),
         (Ty::IntOrString, WireValue::Bytes(b)) => decode_int_or_string(b),
         (Ty::RawJson, WireValue::Bytes(b)) => decode_raw_json(b),
-        (Ty::Unsupported, WireValue::Bytes([])) => Ok(None),
-        (Ty::Unsupported, WireValue::Bytes(_)) => Err(DecodeError::UnsupportedField),
+        (Ty::Double, WireValue::Fixed64(bits)) => Ok(Some(double(f64::from_bits(bits)))),
+        (Ty::SchemaOrArray(schema), WireValue::Bytes(b)) => decode_schema_or_array(schema, b),
+        (Ty::SchemaOrBool(schema), WireValue::Bytes(b)) => decode_schema_or_bool(schema, b),
+        (Ty::SchemaOrStringArray(schema), WireValue::Bytes(b)) => {
+            decode_schema_or_string_array(schema, b)
+        }
         _ => return None,
     })
 }
@@ -235,6 +248,9 @@ fn decode_map_entry(value_ty: &Ty, entry: &[u8]) -> Result<(String, Value), Deco
     // A missing value is the zero value of its type (Go's generated unmarshaller).
     let mut value = match value_ty {
         Ty::String | Ty::Bytes | Ty::Quantity => Value::String(String::new()),
+        Ty::Int => Value::from(0),
+        Ty::Bool => Value::Bool(false),
+        Ty::Message(_) => Value::Object(Map::new()),
         _ => Value::Null,
     };
     let mut reader = FieldReader::new(entry);
@@ -334,6 +350,79 @@ fn decode_int_or_string(buf: &[u8]) -> Result<Option<Value>, DecodeError> {
     }))
 }
 
+/// Go's JSON encoder writes integral floats without a fraction (`1`, not `1.0`); non-finite
+/// values cannot occur in valid objects and become null.
+fn double(v: f64) -> Value {
+    if v.fract() == 0.0 && v.abs() < 1e18 {
+        Value::from(v as i64)
+    } else {
+        serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number)
+    }
+}
+
+fn wire_type(message: &'static str, field: u32) -> DecodeError {
+    DecodeError::WireType { message, field }
+}
+
+fn decode_schema_or_array(
+    schema: &'static Message,
+    buf: &[u8],
+) -> Result<Option<Value>, DecodeError> {
+    let (mut one, mut many) = (None, Vec::new());
+    let mut reader = FieldReader::new(buf);
+    while let Some((number, wire)) = reader.next_field()? {
+        match (number, wire) {
+            (1, WireValue::Bytes(b)) => one = Some(Value::Object(decode_message(schema, b)?)),
+            (2, WireValue::Bytes(b)) => many.push(Value::Object(decode_message(schema, b)?)),
+            (1 | 2, _) => return Err(wire_type("JSONSchemaPropsOrArray", number)),
+            _ => {}
+        }
+    }
+    Ok(Some(if many.is_empty() {
+        one.unwrap_or(Value::Null)
+    } else {
+        Value::Array(many)
+    }))
+}
+
+fn decode_schema_or_bool(
+    schema: &'static Message,
+    buf: &[u8],
+) -> Result<Option<Value>, DecodeError> {
+    let (mut allows, mut one) = (false, None);
+    let mut reader = FieldReader::new(buf);
+    while let Some((number, wire)) = reader.next_field()? {
+        match (number, wire) {
+            (1, WireValue::Varint(v)) => allows = v != 0,
+            (2, WireValue::Bytes(b)) => one = Some(Value::Object(decode_message(schema, b)?)),
+            (1 | 2, _) => return Err(wire_type("JSONSchemaPropsOrBool", number)),
+            _ => {}
+        }
+    }
+    Ok(Some(one.unwrap_or(Value::Bool(allows))))
+}
+
+fn decode_schema_or_string_array(
+    schema: &'static Message,
+    buf: &[u8],
+) -> Result<Option<Value>, DecodeError> {
+    let (mut one, mut strings) = (None, Vec::new());
+    let mut reader = FieldReader::new(buf);
+    while let Some((number, wire)) = reader.next_field()? {
+        match (number, wire) {
+            (1, WireValue::Bytes(b)) => one = Some(Value::Object(decode_message(schema, b)?)),
+            (2, WireValue::Bytes(b)) => strings.push(Value::String(string(b))),
+            (1 | 2, _) => return Err(wire_type("JSONSchemaPropsOrStringArray", number)),
+            _ => {}
+        }
+    }
+    Ok(Some(if strings.is_empty() {
+        one.unwrap_or(Value::Null)
+    } else {
+        Value::Array(strings)
+    }))
+}
+
 fn decode_raw_json(buf: &[u8]) -> Result<Option<Value>, DecodeError> {
     let mut raw: &[u8] = &[];
     let mut reader = FieldReader::new(buf);
@@ -389,8 +478,13 @@ pub(super) fn table_errors(root: &'static Message) -> Vec<String> {
                     m.name, f.number
                 ));
             }
-            if let Ty::Message(inner) = f.ty {
-                stack.push(inner);
+            match &f.ty {
+                Ty::Message(inner)
+                | Ty::SchemaOrArray(inner)
+                | Ty::SchemaOrBool(inner)
+                | Ty::SchemaOrStringArray(inner) => stack.push(inner),
+                Ty::Map(Ty::Message(inner)) => stack.push(inner),
+                _ => {}
             }
         }
         for (i, name) in json.iter().enumerate() {
@@ -400,4 +494,149 @@ pub(super) fn table_errors(root: &'static Message) -> Vec<String> {
         }
     }
     errors
+}
+
+/// A fully populated encoding of a message, built from its table: every field set once (one
+/// item per repeated field, one entry per map) with a distinct value, recursive messages nested
+/// one level. Strings are `v<N>` and integers `N` (unique), IntOrString values `i<N>` / `900000+N`,
+/// so a test can match each decoded JSON leaf to the field an independent decoder put it in.
+#[cfg(test)]
+pub(super) fn sample(message: &'static Message) -> Vec<u8> {
+    Sampler::default().message(message)
+}
+
+#[cfg(test)]
+#[derive(Default)]
+struct Sampler {
+    counter: u64,
+    stack: Vec<*const Message>,
+}
+
+#[cfg(test)]
+enum Payload {
+    Varint(u64),
+    Fixed64(u64),
+    Bytes(Vec<u8>),
+}
+
+#[cfg(test)]
+impl Sampler {
+    fn next(&mut self) -> u64 {
+        self.counter += 1;
+        self.counter
+    }
+
+    fn message(&mut self, m: &'static Message) -> Vec<u8> {
+        self.stack.push(m);
+        let mut out = Vec::new();
+        for f in m.fields {
+            let payload = match &f.ty {
+                Ty::Map(value_ty) => self.value(value_ty).map(|value| {
+                    let mut entry = Vec::new();
+                    let key = format!("k{}", self.next());
+                    put(&mut entry, 1, Payload::Bytes(key.into_bytes()));
+                    put(&mut entry, 2, value);
+                    Payload::Bytes(entry)
+                }),
+                ty => self.value(ty),
+            };
+            if let Some(payload) = payload {
+                put(&mut out, f.number, payload);
+            }
+        }
+        self.stack.pop();
+        out
+    }
+
+    /// A message may appear at most twice on the path (JSONSchemaProps nests itself).
+    fn enter(&self, m: &'static Message) -> bool {
+        self.stack.iter().filter(|p| std::ptr::eq(**p, m)).count() < 2
+    }
+
+    fn value(&mut self, ty: &Ty) -> Option<Payload> {
+        let n = self.next();
+        let bytes = |s: String| Some(Payload::Bytes(s.into_bytes()));
+        match ty {
+            Ty::String => bytes(format!("v{n}")),
+            Ty::Bool => Some(Payload::Varint(1)),
+            Ty::Int => Some(Payload::Varint(n)),
+            Ty::Double => Some(Payload::Fixed64((n as f64 + 0.5).to_bits())),
+            Ty::Bytes => bytes(format!("b{n}")),
+            Ty::Message(m) => self.enter(m).then(|| Payload::Bytes(self.message(m))),
+            Ty::Map(_) => None,
+            Ty::Time | Ty::MicroTime => {
+                let mut out = Vec::new();
+                put(&mut out, 1, Payload::Varint(1_700_000_000 + n));
+                if matches!(ty, Ty::MicroTime) {
+                    put(&mut out, 2, Payload::Varint(n * 1000));
+                }
+                Some(Payload::Bytes(out))
+            }
+            Ty::Quantity => {
+                let mut out = Vec::new();
+                put(&mut out, 1, Payload::Bytes(format!("{n}m").into_bytes()));
+                Some(Payload::Bytes(out))
+            }
+            Ty::IntOrString => {
+                let mut out = Vec::new();
+                if n.is_multiple_of(2) {
+                    put(&mut out, 1, Payload::Varint(0));
+                    put(&mut out, 2, Payload::Varint(900_000 + n));
+                } else {
+                    put(&mut out, 1, Payload::Varint(1));
+                    put(&mut out, 3, Payload::Bytes(format!("i{n}").into_bytes()));
+                }
+                Some(Payload::Bytes(out))
+            }
+            Ty::RawJson => {
+                let mut out = Vec::new();
+                put(&mut out, 1, Payload::Bytes(br#"{"raw":"json"}"#.to_vec()));
+                Some(Payload::Bytes(out))
+            }
+            Ty::SchemaOrBool(schema) => {
+                let mut out = Vec::new();
+                if self.enter(schema) {
+                    put(&mut out, 2, Payload::Bytes(self.message(schema)));
+                } else {
+                    put(&mut out, 1, Payload::Varint(1));
+                }
+                Some(Payload::Bytes(out))
+            }
+            Ty::SchemaOrArray(schema) => self.enter(schema).then(|| {
+                let mut out = Vec::new();
+                put(&mut out, 2, Payload::Bytes(self.message(schema)));
+                Payload::Bytes(out)
+            }),
+            Ty::SchemaOrStringArray(_) => {
+                let mut out = Vec::new();
+                put(&mut out, 2, Payload::Bytes(format!("v{n}").into_bytes()));
+                Some(Payload::Bytes(out))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+fn put(out: &mut Vec<u8>, number: u32, payload: Payload) {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    let wire = match payload {
+        Payload::Varint(_) => 0,
+        Payload::Fixed64(_) => 1,
+        Payload::Bytes(_) => 2,
+    };
+    varint(out, (u64::from(number) << 3) | wire);
+    match payload {
+        Payload::Varint(v) => varint(out, v),
+        Payload::Fixed64(v) => out.extend(v.to_le_bytes()),
+        Payload::Bytes(b) => {
+            varint(out, b.len() as u64);
+            out.extend(b);
+        }
+    }
 }

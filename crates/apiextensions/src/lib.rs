@@ -31,7 +31,7 @@ pub mod openapi;
 pub mod schema;
 pub mod seams;
 pub mod serving;
-mod typed;
+pub mod typed;
 
 pub use install::{ApiextensionsHandle, CRD_SYNCED_SIGNAL, InstallError, install};
 pub use openapi::{

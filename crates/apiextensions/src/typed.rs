@@ -91,3 +91,60 @@ fn render_path(path: &serde_ignored::Path<'_>) -> String {
         | serde_ignored::Path::NewtypeVariant { parent } => render_path(parent),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+    use serde_json::json;
+
+    #[test]
+    fn unknown_fields_are_named_as_upstream() {
+        let obj = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "x", "bogusMeta": 1},
+            "spec": {"bogusField": true, "selector": {"matchLabels": {"a": "b"}},
+                     "template": {"spec": {"containers": [{"name": "c", "image": "i", "extra": 1}]}}}
+        });
+        assert_eq!(
+            unknown_fields::<Deployment>(&obj),
+            vec![
+                "metadata.bogusMeta",
+                "spec.bogusField",
+                "spec.template.spec.containers[0].extra"
+            ]
+        );
+    }
+
+    #[test]
+    fn known_fields_report_nothing() {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
+                         "data": {"a": "b"}, "binaryData": {"b": "AAAA"}});
+        assert!(unknown_fields::<ConfigMap>(&obj).is_empty());
+        assert!(type_error::<ConfigMap>(&obj).is_none());
+    }
+
+    #[test]
+    fn type_errors_name_the_field_and_value() {
+        let obj = json!({"metadata": {"name": "x"}, "spec": {"replicas": "abc"}});
+        let err = type_error::<Deployment>(&obj).unwrap();
+        assert_eq!(err.field, "spec.replicas");
+        assert!(
+            err.to_string()
+                .starts_with("spec.replicas: Invalid value: \"abc\": invalid type: string"),
+            "{err}"
+        );
+        let obj = json!({"metadata": {"name": "x"},
+                         "spec": {"containers": [{"name": "c", "ports": [{"containerPort": "x"}]}]}});
+        let err = type_error::<Pod>(&obj).unwrap();
+        assert_eq!(err.field, "spec.containers[0].ports[0].containerPort");
+    }
+
+    #[test]
+    fn nulls_decode_as_zero_values() {
+        let obj = json!({"metadata": {"name": "x", "labels": null},
+                         "spec": {"containers": [{"name": null, "image": "i"}]}});
+        assert!(type_error::<Pod>(&obj).is_none());
+    }
+}

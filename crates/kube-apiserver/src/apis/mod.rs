@@ -25,7 +25,7 @@ pub mod scheduling;
 pub mod storage;
 pub mod strategy;
 pub mod table;
-pub mod typed;
+pub use apiextensions::typed;
 pub mod validation;
 pub mod workload;
 

@@ -356,6 +356,47 @@ fn strategic_merge_patch_reads_the_published_extensions() {
 }
 
 #[test]
+fn key_fields_of_port_lists_default_to_tcp_for_server_side_apply() {
+    use apiserver::endpoints::apply::{self, ApplySchema, ListType, OpenApiSchema};
+    for doc in [&docs().v2, &docs().v3["api/v1"]] {
+        for (definition, property) in [
+            ("io.k8s.api.core.v1.ServicePort", "protocol"),
+            ("io.k8s.api.core.v1.ContainerPort", "protocol"),
+        ] {
+            let schema = doc
+                .pointer("/definitions")
+                .or_else(|| doc.pointer("/components/schemas"))
+                .unwrap();
+            assert_eq!(
+                schema[definition]["properties"][property]["default"],
+                json!("TCP")
+            );
+        }
+        let service = OpenApiSchema::for_definition(doc, "io.k8s.api.core.v1.Service").unwrap();
+        let spec = service.field("spec");
+        let ports = spec.schema.field("ports");
+        assert_eq!(
+            ports.schema.list_type(),
+            ListType::Map(vec!["port".into(), "protocol".into()])
+        );
+        assert_eq!(ports.schema.key_default("protocol"), Some(json!("TCP")));
+
+        // Re-applying ports without protocol merges into the live, defaulted port.
+        let applied = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"ports": [{"name": "web", "port": 80}]}});
+        let live = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}});
+        let merged = apply::apply(Some(&live), &applied, "kubectl", true, &service).unwrap();
+        assert_eq!(
+            merged["spec"]["ports"],
+            json!([{"name": "web", "port": 80, "protocol": "TCP"}])
+        );
+    }
+}
+
+#[test]
 fn resource_spec_from_registry_info() {
     let info = apiserver::registry::ResourceInfo {
         group: "apps".into(),

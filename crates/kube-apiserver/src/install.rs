@@ -19,7 +19,7 @@ use apiserver::storage::cacher::{Cacher, CacherConfig};
 use serde_json::Value;
 
 use crate::apis::builtin_groups;
-use crate::openapi::{self, ResourceSpec};
+use crate::openapi::{LazyDocs, ResourceSpec};
 use crate::registry::namespace::{
     FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
 };
@@ -29,10 +29,11 @@ use crate::registry::service::{ServiceRange, ServiceStorage};
 /// The stores of the installed resources, by `(group, resource)`.
 pub type Stores = BTreeMap<(String, String), Store>;
 
-/// A built-in strategy with the schema strategic merge patch reads merge keys from.
+/// A built-in strategy with the schema strategic merge patch reads merge keys from (the v2
+/// document, built on the first patch or write that needs it).
 struct WithPatchSchema {
     inner: SharedStrategy,
-    document: Arc<Value>,
+    docs: Arc<LazyDocs>,
     definition: String,
 }
 
@@ -74,7 +75,7 @@ impl Strategy for WithPatchSchema {
         self.inner.table_row(obj)
     }
     fn patch_schema(&self) -> Option<(Arc<Value>, String)> {
-        Some((self.document.clone(), self.definition.clone()))
+        Some((self.docs.v2(), self.definition.clone()))
     }
     fn supports_strategic_merge_patch(&self) -> bool {
         self.inner.supports_strategic_merge_patch()
@@ -109,13 +110,12 @@ pub fn install_builtin_apis(
         .flat_map(|(_, resources)| resources.iter())
         .filter_map(|r| ResourceSpec::from_info(r.strategy.info(), &r.subresources))
         .collect();
-    let docs = openapi::build(&specs);
     let service = OpenApiService::new();
-    openapi::publish(&service, &docs);
+    let docs = LazyDocs::new(specs.clone());
+    docs.publish(&service);
     service
         .install(&server.handler().non_api_mux)
         .map_err(|e| e.to_string())?;
-    let v2 = Arc::new(docs.v2);
     let definitions: BTreeMap<(String, String, String), String> = specs
         .iter()
         .map(|s| {
@@ -146,7 +146,7 @@ pub fn install_builtin_apis(
                 )) {
                     Some(definition) => Arc::new(WithPatchSchema {
                         inner: def.strategy.clone(),
-                        document: v2.clone(),
+                        docs: docs.clone(),
                         definition: definition.clone(),
                     }),
                     None => def.strategy.clone(),

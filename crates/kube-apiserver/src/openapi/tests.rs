@@ -320,6 +320,44 @@ fn publish_serves_every_group_version() {
     assert!(service.v3_etag("api/v1").is_some());
 }
 
+/// `("", "v1")` for `api/v1`, `("apps", "v1")` for `apis/apps/v1`.
+fn group_version_of(path: &str) -> (&str, &str) {
+    match path.split('/').collect::<Vec<_>>().as_slice() {
+        ["api", version] => ("", version),
+        ["apis", group, version] => (group, version),
+        _ => panic!("unexpected path {path}"),
+    }
+}
+
+#[test]
+fn lazy_documents_are_byte_for_byte_the_documents_built_at_once() {
+    let lazy = LazyDocs::new(builtin_resources());
+    let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
+    assert_eq!(bytes(&lazy.v2()), bytes(&docs().v2));
+    assert!(Arc::ptr_eq(&lazy.v2(), &lazy.v2()), "v2 is built once");
+    assert_eq!(
+        lazy.v3_paths(),
+        docs().v3.keys().cloned().collect::<Vec<_>>()
+    );
+    for (path, doc) in &docs().v3 {
+        let (group, version) = group_version_of(path);
+        assert_eq!(bytes(&lazy.v3(group, version)), bytes(doc), "{path}");
+    }
+}
+
+#[test]
+fn lazy_publishing_serves_the_same_documents_and_etags() {
+    let eager = OpenApiService::new();
+    publish(&eager, docs());
+    let lazy = OpenApiService::new();
+    LazyDocs::new(builtin_resources()).publish(&lazy);
+    assert_eq!(lazy.v3_paths(), eager.v3_paths());
+    assert_eq!(lazy.v2_etag(), eager.v2_etag());
+    for path in eager.v3_paths() {
+        assert_eq!(lazy.v3_etag(&path), eager.v3_etag(&path), "{path}");
+    }
+}
+
 #[test]
 fn gv_paths_and_field_lookup() {
     let deploy =

@@ -29,8 +29,8 @@ use crate::registry::service::{ServiceRange, ServiceStorage};
 /// The stores of the installed resources, by `(group, resource)`.
 pub type Stores = BTreeMap<(String, String), Store>;
 
-/// A built-in strategy with the schema strategic merge patch reads merge keys from (the v2
-/// document, built on the first patch or write that needs it).
+/// A built-in strategy with the schema strategic merge patch and apply read (built on the
+/// first write that needs it; see [`LazyDocs::patch_schema`]).
 struct WithPatchSchema {
     inner: SharedStrategy,
     docs: Arc<LazyDocs>,
@@ -75,7 +75,10 @@ impl Strategy for WithPatchSchema {
         self.inner.table_row(obj)
     }
     fn patch_schema(&self) -> Option<(Arc<Value>, String)> {
-        Some((self.docs.v2(), self.definition.clone()))
+        Some((
+            self.docs.patch_schema(&self.definition),
+            self.definition.clone(),
+        ))
     }
     fn supports_strategic_merge_patch(&self) -> bool {
         self.inner.supports_strategic_merge_patch()

@@ -17,8 +17,8 @@ mod tests;
 
 #[cfg(test)]
 use std::collections::BTreeMap;
-use std::collections::BTreeSet;
-use std::sync::{Arc, OnceLock};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use apiserver::endpoints::openapi::OpenApiService;
 use serde_json::{Map, Value, json};
@@ -117,6 +117,8 @@ pub struct LazyDocs {
     resources: Vec<ResourceSpec>,
     version: String,
     v2: OnceLock<Arc<Value>>,
+    /// Per-kind schema documents handed out before the v2 document was built.
+    kind_schemas: Mutex<HashMap<String, Arc<Value>>>,
 }
 
 impl LazyDocs {
@@ -131,6 +133,7 @@ impl LazyDocs {
             resources,
             version: version.to_owned(),
             v2: OnceLock::new(),
+            kind_schemas: Mutex::default(),
         })
     }
 
@@ -139,6 +142,24 @@ impl LazyDocs {
         self.v2
             .get_or_init(|| Arc::new(v2_document(&self.resources, &self.version)))
             .clone()
+    }
+
+    /// The schema document strategic merge patch and server-side apply read for the kind
+    /// with definition `definition`: the v2 document once it is built, otherwise (and then
+    /// cached) a small one holding only that kind's definitions, the same as v2's. Writes
+    /// need it for managedFields, so the first write of a kind builds it; building the whole
+    /// v2 document there would cost every server ~20 MiB it may never serve.
+    pub fn patch_schema(&self, definition: &str) -> Arc<Value> {
+        if let Some(v2) = self.v2.get() {
+            return v2.clone();
+        }
+        let mut schemas = self.kind_schemas.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(doc) = schemas.get(definition) {
+            return doc.clone();
+        }
+        let doc = Arc::new(kind_schema_document(&self.resources, definition));
+        schemas.insert(definition.to_owned(), doc.clone());
+        doc
     }
 
     /// The OpenAPI 3.0 document of one group-version, built now (the service keeps its bytes,
@@ -459,6 +480,21 @@ fn v2_document(resources: &[ResourceSpec], version: &str) -> Value {
         }},
         "security": [{"BearerToken": []}],
     })
+}
+
+/// `{"definitions": …}` with the v2 definitions of the kind named `definition` and everything
+/// they refer to, generated from the types of the kind's group-version only.
+fn kind_schema_document(resources: &[ResourceSpec], definition: &str) -> Value {
+    let Some(spec) = resources.iter().find(|r| r.definition_name == definition) else {
+        return json!({"definitions": {}});
+    };
+    let definitions = definitions(
+        Flavour::V2,
+        resources,
+        Some((spec.group.as_str(), spec.version.as_str())),
+    );
+    let root = Flavour::V2.reference(definition);
+    json!({"definitions": referenced_closure(&root, &definitions, Flavour::V2)})
 }
 
 /// The OpenAPI 3.0 document of one group-version of `resources`, its schemas taken from

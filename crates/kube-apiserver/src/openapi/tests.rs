@@ -346,6 +346,38 @@ fn lazy_documents_are_byte_for_byte_the_documents_built_at_once() {
 }
 
 #[test]
+fn kind_schemas_are_self_contained_slices_of_the_v2_definitions() {
+    let lazy = LazyDocs::new(builtin_resources());
+    let v2_definitions = docs().v2["definitions"].as_object().unwrap();
+    for spec in builtin_resources() {
+        let doc = lazy.patch_schema(&spec.definition_name);
+        assert!(Arc::ptr_eq(&doc, &lazy.patch_schema(&spec.definition_name)));
+        let definitions = doc["definitions"].as_object().unwrap();
+        assert!(definitions.contains_key(&spec.definition_name));
+        for (name, definition) in definitions {
+            assert_eq!(definition, &v2_definitions[name], "{name}");
+        }
+        let mut refs = Vec::new();
+        find_refs(&doc, &mut refs);
+        for reference in refs {
+            let name = reference.trim_start_matches("#/definitions/");
+            assert!(definitions.contains_key(name), "{}: {name}", spec.kind);
+        }
+    }
+    let service = lazy.patch_schema("io.k8s.api.core.v1.Service");
+    let ports = service["definitions"]["io.k8s.api.core.v1.ServicePort"]["properties"]["protocol"]
+        ["default"]
+        .clone();
+    assert_eq!(ports, json!("TCP"));
+    // Once the v2 document exists, it is the schema of every kind.
+    let v2 = lazy.v2();
+    assert!(Arc::ptr_eq(
+        &lazy.patch_schema("io.k8s.api.core.v1.ConfigMap"),
+        &v2
+    ));
+}
+
+#[test]
 fn lazy_publishing_serves_the_same_documents_and_etags() {
     let eager = OpenApiService::new();
     publish(&eager, docs());

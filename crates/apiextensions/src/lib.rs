@@ -35,6 +35,6 @@ pub mod typed;
 
 pub use install::{ApiextensionsHandle, CRD_SYNCED_SIGNAL, InstallError, install};
 pub use openapi::{
-    CustomResourceOpenApi, DeferredPublisher, NoOpenApi, OpenApiPublisher, ServicePublisher,
+    BaseV2, CustomResourceOpenApi, DeferredPublisher, NoOpenApi, OpenApiPublisher, ServicePublisher,
 };
 pub use seams::{CrdValidator, CustomResourceSchema, SchemaCompiler, Seams};

@@ -4,7 +4,7 @@
 //! an [`OpenApiService`] (`kubectl explain` reads those).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use apiserver::endpoints::openapi::OpenApiService;
 use serde_json::{Map, Value, json};
@@ -258,26 +258,35 @@ impl OpenApiPublisher for DeferredPublisher {
 /// paths and definitions; `/openapi/v3/apis/<group>/<version>` per served group-version.
 pub struct ServicePublisher {
     service: OpenApiService,
-    base_v2: Option<Arc<Value>>,
-    /// `ObjectMeta` and what it refers to, for the v3 documents.
-    meta_v3: Map<String, Value>,
+    base_v2: Option<BaseV2>,
+    /// `ObjectMeta` and what it refers to, for the v3 documents (read from the base document
+    /// when the first custom resource is published).
+    meta_v3: OnceLock<Map<String, Value>>,
     published_v3: Mutex<BTreeSet<String>>,
 }
 
+/// The built-in Swagger document, built on first use (the server builds OpenAPI lazily).
+pub type BaseV2 = Arc<dyn Fn() -> Arc<Value> + Send + Sync>;
+
 impl ServicePublisher {
     /// A publisher on `service`, merging into `base_v2` (the built-in Swagger document; `None`
-    /// leaves `/openapi/v2` alone).
-    pub fn new(service: OpenApiService, base_v2: Option<Arc<Value>>) -> Self {
-        let meta_v3 = base_v2
-            .as_deref()
-            .map(object_meta_closure_v3)
-            .unwrap_or_default();
+    /// leaves `/openapi/v2` alone). Documents are merged when first requested.
+    pub fn new(service: OpenApiService, base_v2: Option<BaseV2>) -> Self {
         ServicePublisher {
             service,
             base_v2,
-            meta_v3,
+            meta_v3: OnceLock::new(),
             published_v3: Mutex::default(),
         }
+    }
+
+    fn meta_v3(&self) -> &Map<String, Value> {
+        self.meta_v3.get_or_init(|| {
+            self.base_v2
+                .as_ref()
+                .map(|base| object_meta_closure_v3(&base()))
+                .unwrap_or_default()
+        })
     }
 }
 
@@ -340,9 +349,15 @@ pub fn v3_documents(
 impl OpenApiPublisher for ServicePublisher {
     fn publish(&self, served: &[CustomResourceOpenApi]) {
         if let Some(base) = &self.base_v2 {
-            self.service.set_v2(&merge_v2(base, served));
+            let base = base.clone();
+            let served = served.to_vec();
+            self.service.set_v2_lazy(move || merge_v2(&base(), &served));
         }
-        let docs = v3_documents(served, &self.meta_v3);
+        let docs = if served.is_empty() {
+            BTreeMap::new()
+        } else {
+            v3_documents(served, self.meta_v3())
+        };
         let mut published = self.published_v3.lock().unwrap_or_else(|p| p.into_inner());
         for stale in published.iter().filter(|p| !docs.contains_key(*p)) {
             self.service.remove_v3(stale);

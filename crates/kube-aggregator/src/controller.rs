@@ -401,9 +401,6 @@ impl Controller {
     /// One pass: autoregistration, then every APIService's routes, availability and
     /// discovery.
     pub async fn sync(&self) {
-        if let Some(openapi) = &self.inner.openapi {
-            openapi.sync_local().await;
-        }
         if let Err(err) = self.autoregister().await {
             tracing::warn!("autoregistering local APIServices: {err}");
         } else {
@@ -448,6 +445,10 @@ impl Controller {
             .collect();
         for name in gone {
             self.remove_remote(&name);
+        }
+        // Last, so that the remote documents of this pass are merged with the local ones.
+        if let Some(openapi) = &self.inner.openapi {
+            openapi.sync_local().await;
         }
     }
 

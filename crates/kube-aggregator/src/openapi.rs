@@ -108,8 +108,17 @@ impl OpenApiAggregator {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Re-reads the delegate's documents that changed, then republishes.
+    /// Re-reads the delegate's documents that changed, then republishes. Until a remote
+    /// APIService has documents this does nothing: `/openapi/*` then falls through to the
+    /// delegate, whose documents are built only when first requested (copying them here would
+    /// build them all at start-up).
     pub async fn sync_local(&self) {
+        {
+            let state = self.lock();
+            if state.remotes.is_empty() && !state.installed {
+                return;
+            }
+        }
         let known_etag = self.lock().local_v2_etag.clone();
         if let Some((200, etag, body)) = get(&self.delegate, "/openapi/v2").await
             && (etag.is_none() || etag != known_etag)

@@ -19,7 +19,7 @@ use apiserver::storage::cacher::{Cacher, CacherConfig};
 use serde_json::Value;
 
 use crate::apis::builtin_groups;
-use crate::openapi::{self, ResourceSpec};
+use crate::openapi::{LazyDocs, ResourceSpec};
 use crate::registry::namespace::{
     FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
 };
@@ -29,10 +29,11 @@ use crate::registry::service::{ServiceRange, ServiceStorage};
 /// The stores of the installed resources, by `(group, resource)`.
 pub type Stores = BTreeMap<(String, String), Store>;
 
-/// A built-in strategy with the schema strategic merge patch reads merge keys from.
+/// A built-in strategy with the schema strategic merge patch and apply read (built on the
+/// first write that needs it; see [`LazyDocs::patch_schema`]).
 struct WithPatchSchema {
     inner: SharedStrategy,
-    document: Arc<Value>,
+    docs: Arc<LazyDocs>,
     definition: String,
 }
 
@@ -74,7 +75,10 @@ impl Strategy for WithPatchSchema {
         self.inner.table_row(obj)
     }
     fn patch_schema(&self) -> Option<(Arc<Value>, String)> {
-        Some((self.document.clone(), self.definition.clone()))
+        Some((
+            self.docs.patch_schema(&self.definition),
+            self.definition.clone(),
+        ))
     }
     fn supports_strategic_merge_patch(&self) -> bool {
         self.inner.supports_strategic_merge_patch()
@@ -94,9 +98,9 @@ fn key_root(prefix: &str, info: &ResourceInfo) -> String {
     }
 }
 
-/// The OpenAPI service of the built-in API and its Swagger 2.0 document (the base the
-/// apiextensions server merges custom resources into).
-pub type BuiltinOpenApi = (OpenApiService, Arc<Value>);
+/// The OpenAPI service of the built-in API and its Swagger 2.0 document, built on first use
+/// (the base the apiextensions server merges custom resources into).
+pub type BuiltinOpenApi = (OpenApiService, apiextensions::BaseV2);
 
 /// Installs every built-in group on `server` over `storage` (keys under `prefix`) and serves
 /// their OpenAPI documents. Returns the stores (for bootstrap hooks and controllers) and the
@@ -124,13 +128,12 @@ pub fn install_builtin_apis(
         false,
         &["status"],
     ));
-    let docs = openapi::build(&specs);
     let service = OpenApiService::new();
-    openapi::publish(&service, &docs);
+    let docs = LazyDocs::new(specs.clone());
+    docs.publish(&service);
     service
         .install(&server.handler().non_api_mux)
         .map_err(|e| e.to_string())?;
-    let v2 = Arc::new(docs.v2);
     let definitions: BTreeMap<(String, String, String), String> = specs
         .iter()
         .map(|s| {
@@ -161,7 +164,7 @@ pub fn install_builtin_apis(
                 )) {
                     Some(definition) => Arc::new(WithPatchSchema {
                         inner: def.strategy.clone(),
-                        document: v2.clone(),
+                        docs: docs.clone(),
                         definition: definition.clone(),
                     }),
                     None => def.strategy.clone(),
@@ -230,5 +233,6 @@ pub fn install_builtin_apis(
     server
         .install_api_groups(&named)
         .map_err(|e| e.to_string())?;
-    Ok((stores, (service, v2)))
+    let base_v2: apiextensions::BaseV2 = Arc::new(move || docs.v2());
+    Ok((stores, (service, base_v2)))
 }

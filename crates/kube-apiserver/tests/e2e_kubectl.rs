@@ -502,6 +502,99 @@ async fn kubectl_1_35_apply_server_side_creates_a_fresh_object_with_kubectl_as_f
     );
 }
 
+/// A Service manifest whose ports omit `protocol` (defaulted to TCP by the server).
+fn service_yaml(name: &str, namespace: &str, port_name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: {namespace}\n\
+         spec:\n  selector:\n    app: web\n  ports:\n  - name: {port_name}\n    port: 80\n    \
+         targetPort: 8080\n"
+    )
+}
+
+/// A Deployment manifest whose container ports omit `protocol` (defaulted to TCP).
+fn deployment_yaml(name: &str, namespace: &str, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {namespace}\n\
+         spec:\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      \
+         labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        \
+         image: {image}\n        ports:\n        - containerPort: 8080\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_35_apply_server_side_reapplies_ports_without_protocol_matching_the_defaulted_tcp()
+ {
+    let k = Kubectl::new(NEW).await;
+    let ns = namespace(&k, "e2e-ssa-ports").await;
+
+    // Service spec.ports is a map list keyed by port and protocol; protocol defaults to TCP.
+    let v1 = k.file("svc-v1.yaml", &service_yaml("web", &ns, "http"));
+    let v2 = k.file("svc-v2.yaml", &service_yaml("web", &ns, "web"));
+    assert_eq!(
+        k.ok(&["apply", "--server-side", "-f", &v1]).await.trim(),
+        "service/web serverside-applied"
+    );
+    assert_eq!(
+        k.ok(&["apply", "--server-side", "-f", &v1]).await.trim(),
+        "service/web serverside-applied"
+    );
+    assert_eq!(
+        k.ok(&["apply", "--server-side", "-f", &v2]).await.trim(),
+        "service/web serverside-applied"
+    );
+    let json = k
+        .ok(&[
+            "get",
+            "service",
+            "web",
+            "-n",
+            &ns,
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ])
+        .await;
+    let svc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let ports = svc["spec"]["ports"].as_array().unwrap();
+    assert_eq!(ports.len(), 1, "{json}");
+    assert_eq!(ports[0]["name"], "web", "{json}");
+    assert_eq!(ports[0]["protocol"], "TCP", "{json}");
+    let fields = svc["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["manager"] == "kubectl" && m["operation"] == "Apply")
+        .map(|m| m["fieldsV1"].to_string())
+        .unwrap_or_default();
+    assert!(
+        fields.contains(r#"k:{\"port\":80,\"protocol\":\"TCP\"}"#),
+        "{json}"
+    );
+
+    // Container ports: a map list keyed by containerPort and protocol, the same way.
+    let d1 = k.file("deploy-v1.yaml", &deployment_yaml("web", &ns, "nginx:1"));
+    let d2 = k.file("deploy-v2.yaml", &deployment_yaml("web", &ns, "nginx:2"));
+    for manifest in [&d1, &d1, &d2] {
+        assert_eq!(
+            k.ok(&["apply", "--server-side", "-f", manifest])
+                .await
+                .trim(),
+            "deployment.apps/web serverside-applied"
+        );
+    }
+    let json = k
+        .ok(&["get", "deployment", "web", "-n", &ns, "-o", "json"])
+        .await;
+    let deploy: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let container = &deploy["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(container["image"], "nginx:2", "{json}");
+    assert_eq!(
+        container["ports"],
+        serde_json::json!([{"containerPort": 8080, "protocol": "TCP"}]),
+        "{json}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn kubectl_1_35_patch_strategic_merge_and_json_then_label_and_annotate() {
     let k = Kubectl::new(NEW).await;

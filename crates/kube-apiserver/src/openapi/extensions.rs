@@ -346,6 +346,33 @@ pub const FIELD_EXTENSIONS: &[FieldExtensions] = &[
     ),
 ];
 
+/// A property's OpenAPI `default` (upstream's `+default=` marker), as JSON text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldDefault {
+    /// The definition, e.g. `io.k8s.api.core.v1.ServicePort`.
+    pub definition: &'static str,
+    /// The property, e.g. `protocol`.
+    pub property: &'static str,
+    /// The default as JSON text, e.g. `"TCP"`.
+    pub default: &'static str,
+}
+
+/// The defaults of key fields of `map` lists. Server-side apply computes an item's key with
+/// them when the applied item omits the field (structured-merge-diff's key defaults), so that
+/// `ports: [{port: 80}]` is the same item as the live, defaulted `{port: 80, protocol: TCP}`.
+pub const KEY_FIELD_DEFAULTS: &[FieldDefault] = &[
+    FieldDefault {
+        definition: core!("ContainerPort"),
+        property: "protocol",
+        default: r#""TCP""#,
+    },
+    FieldDefault {
+        definition: core!("ServicePort"),
+        property: "protocol",
+        default: r#""TCP""#,
+    },
+];
+
 /// Definitions upstream marks `x-kubernetes-map-type: atomic` (`+structType=atomic` /
 /// `+mapType=atomic`), replaced as a whole by apply.
 pub const ATOMIC_STRUCTS: &[&str] = &[
@@ -394,6 +421,19 @@ pub fn apply_field_extensions(definitions: &mut Map<String, Value>) {
                 "x-kubernetes-list-map-keys".into(),
                 json!(field.list_map_keys),
             );
+        }
+    }
+    for field in KEY_FIELD_DEFAULTS {
+        let Some(property) = definitions
+            .get_mut(field.definition)
+            .and_then(|d| d.get_mut("properties"))
+            .and_then(|p| p.get_mut(field.property))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        if let Ok(default) = serde_json::from_str::<Value>(field.default) {
+            property.insert("default".into(), default);
         }
     }
     for name in ATOMIC_STRUCTS {

@@ -3,11 +3,10 @@
 //! (group-version-kind, patch strategies and merge keys, list types and map keys), and one path
 //! item per resource and verb (see [`paths`]). Upstream spec files are never vendored.
 //!
-//! [`build`] takes the served resources (fed by the registry) and returns the Swagger 2.0
-//! document for `/openapi/v2` and one OpenAPI 3.0 document per group-version for
-//! `/openapi/v3/<gv-path>`; [`publish`] hands them to the library's `OpenApiService`.
-
-// Wired into the server by `server.rs` (not yet); the tests exercise everything meanwhile.
+//! [`LazyDocs`] takes the served resources (fed by the registry) and hands the library's
+//! `OpenApiService` builders of the Swagger 2.0 document for `/openapi/v2` and of one OpenAPI
+//! 3.0 document per group-version for `/openapi/v3/<gv-path>`, each run on first use, so that
+//! start-up generates nothing.
 
 pub mod extensions;
 pub mod paths;
@@ -16,7 +15,10 @@ pub mod types;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{BTreeMap, BTreeSet};
+#[cfg(test)]
+use std::collections::BTreeMap;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use apiserver::endpoints::openapi::OpenApiService;
 use serde_json::{Map, Value, json};
@@ -95,13 +97,97 @@ pub fn gv_path(group: &str, version: &str) -> String {
         .to_owned()
 }
 
-/// The generated documents.
+/// The generated documents, all built at once (the reference the lazy documents are tested
+/// against).
+#[cfg(test)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct OpenApiDocs {
     /// The Swagger 2.0 document of `/openapi/v2`.
     pub v2: Value,
     /// The OpenAPI 3.0 documents by group-version path (`api/v1`, `apis/apps/v1`, …).
     pub v3: BTreeMap<String, Value>,
+}
+
+/// The OpenAPI documents of the served resources, each built on first use: the Swagger 2.0
+/// document once (it is also the schema strategic merge patch and server-side apply read), an
+/// OpenAPI 3.0 document whenever the service needs it, from only the types of its
+/// group-version. Nothing is generated at start-up.
+#[derive(Debug)]
+pub struct LazyDocs {
+    resources: Vec<ResourceSpec>,
+    version: String,
+    v2: OnceLock<Arc<Value>>,
+    /// Per-kind schema documents handed out before the v2 document was built.
+    kind_schemas: Mutex<HashMap<String, Arc<Value>>>,
+}
+
+impl LazyDocs {
+    /// The documents of `resources`, `info.version` = [`crate::server::KUBERNETES_VERSION`].
+    pub fn new(resources: Vec<ResourceSpec>) -> Arc<LazyDocs> {
+        Self::with_version(resources, crate::server::KUBERNETES_VERSION)
+    }
+
+    /// The documents of `resources`, `info.version` = `version`.
+    pub fn with_version(resources: Vec<ResourceSpec>, version: &str) -> Arc<LazyDocs> {
+        Arc::new(LazyDocs {
+            resources,
+            version: version.to_owned(),
+            v2: OnceLock::new(),
+            kind_schemas: Mutex::default(),
+        })
+    }
+
+    /// The Swagger 2.0 document, built on the first call and shared afterwards.
+    pub fn v2(&self) -> Arc<Value> {
+        self.v2
+            .get_or_init(|| Arc::new(v2_document(&self.resources, &self.version)))
+            .clone()
+    }
+
+    /// The schema document strategic merge patch and server-side apply read for the kind
+    /// with definition `definition`: the v2 document once it is built, otherwise (and then
+    /// cached) a small one holding only that kind's definitions, the same as v2's. Writes
+    /// need it for managedFields, so the first write of a kind builds it; building the whole
+    /// v2 document there would cost every server ~20 MiB it may never serve.
+    pub fn patch_schema(&self, definition: &str) -> Arc<Value> {
+        if let Some(v2) = self.v2.get() {
+            return v2.clone();
+        }
+        let mut schemas = self.kind_schemas.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(doc) = schemas.get(definition) {
+            return doc.clone();
+        }
+        let doc = Arc::new(kind_schema_document(&self.resources, definition));
+        schemas.insert(definition.to_owned(), doc.clone());
+        doc
+    }
+
+    /// The OpenAPI 3.0 document of one group-version, built now (the service keeps its bytes,
+    /// not the value).
+    pub fn v3(&self, group: &str, version: &str) -> Value {
+        let definitions = definitions(Flavour::V3, &self.resources, Some((group, version)));
+        v3_document(&self.resources, group, version, &definitions, &self.version)
+    }
+
+    /// The group-version paths of the v3 documents (`api/v1`, `apis/apps/v1`, …).
+    #[cfg(test)]
+    pub fn v3_paths(&self) -> Vec<String> {
+        group_versions(&self.resources)
+            .iter()
+            .map(|(group, version)| gv_path(group, version))
+            .collect()
+    }
+
+    /// Registers every document on `service`, each to be built on first request.
+    pub fn publish(self: &Arc<Self>, service: &OpenApiService) {
+        let docs = self.clone();
+        service.set_v2_lazy(move || docs.v2());
+        for (group, version) in group_versions(&self.resources) {
+            let docs = self.clone();
+            let path = gv_path(&group, &version);
+            service.set_v3_lazy(&path, move || docs.v3(&group, &version));
+        }
+    }
 }
 
 /// The built-in resources of issue 4 with their subresources (the test fixture; the server
@@ -300,20 +386,59 @@ pub fn builtin_resources() -> Vec<ResourceSpec> {
         .collect()
 }
 
-/// Builds the documents for `resources` with info version [`crate::server::KUBERNETES_VERSION`].
+/// Builds every document for `resources` now, with info version
+/// [`crate::server::KUBERNETES_VERSION`].
+#[cfg(test)]
 pub fn build(resources: &[ResourceSpec]) -> OpenApiDocs {
     build_with_version(resources, crate::server::KUBERNETES_VERSION)
 }
 
-/// Builds the documents for `resources`, `info.version` = `version`. Resources whose
-/// definition the type model lacks are skipped (logged).
+/// Builds every document for `resources` now, `info.version` = `version`, the v3 documents
+/// from one generation of every definition.
+#[cfg(test)]
 pub fn build_with_version(resources: &[ResourceSpec], version: &str) -> OpenApiDocs {
-    let v2_definitions = definitions(Flavour::V2, resources);
-    let v3_definitions = definitions(Flavour::V3, resources);
-    let known: Vec<&ResourceSpec> = resources
+    let v3_definitions = definitions(Flavour::V3, resources, None);
+    let v3 = group_versions(resources)
+        .iter()
+        .map(|(group, gv_version)| {
+            (
+                gv_path(group, gv_version),
+                v3_document(resources, group, gv_version, &v3_definitions, version),
+            )
+        })
+        .collect();
+    OpenApiDocs {
+        v2: v2_document(resources, version),
+        v3,
+    }
+}
+
+/// Sets the v2 document and every v3 document on `service`.
+#[cfg(test)]
+pub fn publish(service: &OpenApiService, docs: &OpenApiDocs) {
+    service.set_v2(&docs.v2);
+    for (path, doc) in &docs.v3 {
+        service.set_v3(path, doc);
+    }
+}
+
+/// The group-versions of `resources`.
+fn group_versions(resources: &[ResourceSpec]) -> BTreeSet<(String, String)> {
+    resources
+        .iter()
+        .map(|r| (r.group.clone(), r.version.clone()))
+        .collect()
+}
+
+/// The resources whose definition the type model has. The others are left out (logged).
+fn known<'r>(
+    resources: &'r [ResourceSpec],
+    definitions: &Map<String, Value>,
+) -> Vec<&'r ResourceSpec> {
+    resources
         .iter()
         .filter(|r| {
-            let known = v2_definitions.contains_key(&r.definition_name);
+            let known = definitions.contains_key(&r.definition_name);
             if !known {
                 tracing::warn!(
                     definition = %r.definition_name,
@@ -323,21 +448,26 @@ pub fn build_with_version(resources: &[ResourceSpec], version: &str) -> OpenApiD
             }
             known
         })
-        .collect();
+        .collect()
+}
 
+/// The Swagger 2.0 document of `resources`, `info.version` = `version`.
+fn v2_document(resources: &[ResourceSpec], version: &str) -> Value {
+    let v2_definitions = definitions(Flavour::V2, resources, None);
+    let known = known(resources, &v2_definitions);
     let mut v2_paths = Map::new();
     for r in &known {
         v2_paths.extend(paths::resource_paths(Flavour::V2, r));
     }
-    let mut gvs: BTreeSet<(String, String)> = BTreeSet::new();
-    for r in &known {
-        gvs.insert((r.group.clone(), r.version.clone()));
-    }
-    for (group, gv_version) in &gvs {
+    let gvs: BTreeSet<(&str, &str)> = known
+        .iter()
+        .map(|r| (r.group.as_str(), r.version.as_str()))
+        .collect();
+    for (group, gv_version) in gvs {
         let (path, item) = paths::api_resources_path(Flavour::V2, group, gv_version);
         v2_paths.insert(path, item);
     }
-    let v2 = json!({
+    json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": version},
         "paths": v2_paths,
@@ -349,59 +479,79 @@ pub fn build_with_version(resources: &[ResourceSpec], version: &str) -> OpenApiD
             "in": "header",
         }},
         "security": [{"BearerToken": []}],
-    });
-
-    let mut v3 = BTreeMap::new();
-    for (group, gv_version) in &gvs {
-        let mut gv_paths = Map::new();
-        let (path, item) = paths::api_resources_path(Flavour::V3, group, gv_version);
-        gv_paths.insert(path, item);
-        for r in known
-            .iter()
-            .filter(|r| &r.group == group && &r.version == gv_version)
-        {
-            gv_paths.extend(paths::resource_paths(Flavour::V3, r));
-        }
-        let paths_value = Value::Object(gv_paths);
-        let schemas = referenced_closure(&paths_value, &v3_definitions, Flavour::V3);
-        v3.insert(
-            gv_path(group, gv_version),
-            json!({
-                "openapi": "3.0.0",
-                "info": {"title": "Kubernetes", "version": version},
-                "paths": paths_value,
-                "components": {
-                    "schemas": schemas,
-                    "securitySchemes": {"BearerToken": {
-                        "type": "apiKey",
-                        "description": "Bearer Token authentication",
-                        "name": "authorization",
-                        "in": "header",
-                    }},
-                },
-                "security": [{"BearerToken": []}],
-            }),
-        );
-    }
-    OpenApiDocs { v2, v3 }
+    })
 }
 
-/// Sets the v2 document and every v3 document on `service`.
-pub fn publish(service: &OpenApiService, docs: &OpenApiDocs) {
-    service.set_v2(&docs.v2);
-    for (path, doc) in &docs.v3 {
-        service.set_v3(path, doc);
+/// `{"definitions": …}` with the v2 definitions of the kind named `definition` and everything
+/// they refer to, generated from the types of the kind's group-version only.
+fn kind_schema_document(resources: &[ResourceSpec], definition: &str) -> Value {
+    let Some(spec) = resources.iter().find(|r| r.definition_name == definition) else {
+        return json!({"definitions": {}});
+    };
+    let definitions = definitions(
+        Flavour::V2,
+        resources,
+        Some((spec.group.as_str(), spec.version.as_str())),
+    );
+    let root = Flavour::V2.reference(definition);
+    json!({"definitions": referenced_closure(&root, &definitions, Flavour::V2)})
+}
+
+/// The OpenAPI 3.0 document of one group-version of `resources`, its schemas taken from
+/// `v3_definitions` (which must hold every definition its paths refer to).
+fn v3_document(
+    resources: &[ResourceSpec],
+    group: &str,
+    gv_version: &str,
+    v3_definitions: &Map<String, Value>,
+    version: &str,
+) -> Value {
+    let mut gv_paths = Map::new();
+    let (path, item) = paths::api_resources_path(Flavour::V3, group, gv_version);
+    gv_paths.insert(path, item);
+    for r in known(resources, v3_definitions)
+        .iter()
+        .filter(|r| r.group == group && r.version == gv_version)
+    {
+        gv_paths.extend(paths::resource_paths(Flavour::V3, r));
     }
+    let paths_value = Value::Object(gv_paths);
+    let schemas = referenced_closure(&paths_value, v3_definitions, Flavour::V3);
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": version},
+        "paths": paths_value,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"BearerToken": {
+                "type": "apiKey",
+                "description": "Bearer Token authentication",
+                "name": "authorization",
+                "in": "header",
+            }},
+        },
+        "security": [{"BearerToken": []}],
+    })
 }
 
 /// The definitions of `flavour` with the project's extensions: field extensions, a `<Kind>List`
 /// per resource, `x-kubernetes-group-version-kind` on every kind and list, and on
-/// `DeleteOptions` / `WatchEvent` one entry per served group-version.
-fn definitions(flavour: Flavour, resources: &[ResourceSpec]) -> Map<String, Value> {
-    let mut defs = types::definitions(flavour);
+/// `DeleteOptions` / `WatchEvent` one entry per served group-version. With `only`, just the
+/// types one group-version's document needs are generated.
+fn definitions(
+    flavour: Flavour,
+    resources: &[ResourceSpec],
+    only: Option<(&str, &str)>,
+) -> Map<String, Value> {
+    let mut defs = match only {
+        None => types::definitions(flavour),
+        Some((group, version)) => types::group_version_definitions(flavour, group, version),
+    };
     extensions::apply_field_extensions(&mut defs);
     let mut gvs: BTreeSet<(&str, &str)> = BTreeSet::new();
     for r in resources {
+        // Every served group-version, also those whose types this generation left out.
+        gvs.insert((&r.group, &r.version));
         let Some(def) = defs.get_mut(&r.definition_name) else {
             continue;
         };
@@ -423,7 +573,6 @@ fn definitions(flavour: Flavour, resources: &[ResourceSpec]) -> Map<String, Valu
         {
             extensions::add_group_version_kind(scale, "autoscaling", "v1", "Scale");
         }
-        gvs.insert((&r.group, &r.version));
     }
     for (name, kind) in [
         (types::DELETE_OPTIONS, "DeleteOptions"),

@@ -320,6 +320,76 @@ fn publish_serves_every_group_version() {
     assert!(service.v3_etag("api/v1").is_some());
 }
 
+/// `("", "v1")` for `api/v1`, `("apps", "v1")` for `apis/apps/v1`.
+fn group_version_of(path: &str) -> (&str, &str) {
+    match path.split('/').collect::<Vec<_>>().as_slice() {
+        ["api", version] => ("", version),
+        ["apis", group, version] => (group, version),
+        _ => panic!("unexpected path {path}"),
+    }
+}
+
+#[test]
+fn lazy_documents_are_byte_for_byte_the_documents_built_at_once() {
+    let lazy = LazyDocs::new(builtin_resources());
+    let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
+    assert_eq!(bytes(&lazy.v2()), bytes(&docs().v2));
+    assert!(Arc::ptr_eq(&lazy.v2(), &lazy.v2()), "v2 is built once");
+    assert_eq!(
+        lazy.v3_paths(),
+        docs().v3.keys().cloned().collect::<Vec<_>>()
+    );
+    for (path, doc) in &docs().v3 {
+        let (group, version) = group_version_of(path);
+        assert_eq!(bytes(&lazy.v3(group, version)), bytes(doc), "{path}");
+    }
+}
+
+#[test]
+fn kind_schemas_are_self_contained_slices_of_the_v2_definitions() {
+    let lazy = LazyDocs::new(builtin_resources());
+    let v2_definitions = docs().v2["definitions"].as_object().unwrap();
+    for spec in builtin_resources() {
+        let doc = lazy.patch_schema(&spec.definition_name);
+        assert!(Arc::ptr_eq(&doc, &lazy.patch_schema(&spec.definition_name)));
+        let definitions = doc["definitions"].as_object().unwrap();
+        assert!(definitions.contains_key(&spec.definition_name));
+        for (name, definition) in definitions {
+            assert_eq!(definition, &v2_definitions[name], "{name}");
+        }
+        let mut refs = Vec::new();
+        find_refs(&doc, &mut refs);
+        for reference in refs {
+            let name = reference.trim_start_matches("#/definitions/");
+            assert!(definitions.contains_key(name), "{}: {name}", spec.kind);
+        }
+    }
+    let service = lazy.patch_schema("io.k8s.api.core.v1.Service");
+    let ports = service["definitions"]["io.k8s.api.core.v1.ServicePort"]["properties"]["protocol"]
+        ["default"]
+        .clone();
+    assert_eq!(ports, json!("TCP"));
+    // Once the v2 document exists, it is the schema of every kind.
+    let v2 = lazy.v2();
+    assert!(Arc::ptr_eq(
+        &lazy.patch_schema("io.k8s.api.core.v1.ConfigMap"),
+        &v2
+    ));
+}
+
+#[test]
+fn lazy_publishing_serves_the_same_documents_and_etags() {
+    let eager = OpenApiService::new();
+    publish(&eager, docs());
+    let lazy = OpenApiService::new();
+    LazyDocs::new(builtin_resources()).publish(&lazy);
+    assert_eq!(lazy.v3_paths(), eager.v3_paths());
+    assert_eq!(lazy.v2_etag(), eager.v2_etag());
+    for path in eager.v3_paths() {
+        assert_eq!(lazy.v3_etag(&path), eager.v3_etag(&path), "{path}");
+    }
+}
+
 #[test]
 fn gv_paths_and_field_lookup() {
     let deploy =
@@ -352,6 +422,47 @@ fn strategic_merge_patch_reads_the_published_extensions() {
         assert_eq!(env.meta.merge_key.as_deref(), Some("name"));
         let volumes = spec.schema.lookup_list_field("volumes").unwrap();
         assert_eq!(volumes.meta.strategies, ["merge", "retainKeys"]);
+    }
+}
+
+#[test]
+fn key_fields_of_port_lists_default_to_tcp_for_server_side_apply() {
+    use apiserver::endpoints::apply::{self, ApplySchema, ListType, OpenApiSchema};
+    for doc in [&docs().v2, &docs().v3["api/v1"]] {
+        for (definition, property) in [
+            ("io.k8s.api.core.v1.ServicePort", "protocol"),
+            ("io.k8s.api.core.v1.ContainerPort", "protocol"),
+        ] {
+            let schema = doc
+                .pointer("/definitions")
+                .or_else(|| doc.pointer("/components/schemas"))
+                .unwrap();
+            assert_eq!(
+                schema[definition]["properties"][property]["default"],
+                json!("TCP")
+            );
+        }
+        let service = OpenApiSchema::for_definition(doc, "io.k8s.api.core.v1.Service").unwrap();
+        let spec = service.field("spec");
+        let ports = spec.schema.field("ports");
+        assert_eq!(
+            ports.schema.list_type(),
+            ListType::Map(vec!["port".into(), "protocol".into()])
+        );
+        assert_eq!(ports.schema.key_default("protocol"), Some(json!("TCP")));
+
+        // Re-applying ports without protocol merges into the live, defaulted port.
+        let applied = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"ports": [{"name": "web", "port": 80}]}});
+        let live = json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"ports": [{"name": "http", "port": 80, "protocol": "TCP"}]}});
+        let merged = apply::apply(Some(&live), &applied, "kubectl", true, &service).unwrap();
+        assert_eq!(
+            merged["spec"]["ports"],
+            json!([{"name": "web", "port": 80, "protocol": "TCP"}])
+        );
     }
 }
 

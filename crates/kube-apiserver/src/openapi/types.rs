@@ -48,6 +48,15 @@ macro_rules! builtin_kinds {
             $( generator.subschema_for::<$ty>(); )*
         }
 
+        /// Registers the kinds of one group-version only.
+        fn register_group_version_kinds(generator: &mut SchemaGenerator, group: &str, version: &str) {
+            $(
+                if $group == group && $version == version {
+                    generator.subschema_for::<$ty>();
+                }
+            )*
+        }
+
         /// The definition name of a built-in kind (`None` for kinds the server does not know).
         pub fn definition_name(group: &str, version: &str, kind: &str) -> Option<String> {
             match (group, version, kind) {
@@ -129,8 +138,29 @@ fn settings(flavour: Flavour) -> SchemaSettings {
 
 /// Every definition of the built-in kinds and the meta types the paths refer to, in `flavour`.
 pub fn definitions(flavour: Flavour) -> Map<String, Value> {
+    definitions_with(flavour, register_kinds)
+}
+
+/// The definitions of the kinds of one group-version (with everything they refer to), the
+/// meta types the paths refer to and the `autoscaling/v1` Scale of scale subresources, in
+/// `flavour`: what that group-version's document needs, without generating every type.
+pub fn group_version_definitions(
+    flavour: Flavour,
+    group: &str,
+    version: &str,
+) -> Map<String, Value> {
+    definitions_with(flavour, |generator| {
+        register_group_version_kinds(generator, group, version);
+        generator.subschema_for::<autoscaling::v1::Scale>();
+    })
+}
+
+fn definitions_with(
+    flavour: Flavour,
+    register: impl FnOnce(&mut SchemaGenerator),
+) -> Map<String, Value> {
     let mut generator = SchemaGenerator::new(settings(flavour));
-    register_kinds(&mut generator);
+    register(&mut generator);
     generator.subschema_for::<meta::v1::Status>();
     generator.subschema_for::<meta::v1::DeleteOptions>();
     generator.subschema_for::<meta::v1::WatchEvent<core::v1::ConfigMap>>();

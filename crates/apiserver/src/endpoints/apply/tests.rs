@@ -75,6 +75,27 @@ fn document() -> Value {
             "containerPort": {"type": "integer"},
             "protocol": {"type": "string", "default": "TCP"}
         }},
+        "io.k8s.api.core.v1.Service": {"properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"},
+            "spec": {"$ref": "#/definitions/io.k8s.api.core.v1.ServiceSpec"}
+        }},
+        "io.k8s.api.core.v1.ServiceSpec": {"properties": {
+            "selector": {"type": "object", "additionalProperties": {"type": "string"}},
+            "ports": {"type": "array",
+                "items": {"$ref": "#/definitions/io.k8s.api.core.v1.ServicePort"},
+                "x-kubernetes-list-map-keys": ["port", "protocol"],
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-patch-merge-key": "port",
+                "x-kubernetes-patch-strategy": "merge"}
+        }},
+        "io.k8s.api.core.v1.ServicePort": {"required": ["port"], "properties": {
+            "name": {"type": "string"},
+            "port": {"type": "integer"},
+            "protocol": {"type": "string", "default": "TCP"},
+            "targetPort": {"type": "string", "format": "int-or-string"}
+        }},
         "io.k8s.api.core.v1.ResourceRequirements": {"properties": {
             "limits": {"type": "object", "additionalProperties": {"type": "string"}}
         }}
@@ -605,6 +626,53 @@ fn ports_are_keyed_by_container_port_and_defaulted_protocol() {
         )),
         "{fields}"
     );
+}
+
+fn service(port_name: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"selector": {"app": "web"},
+            "ports": [{"name": port_name, "port": 80, "targetPort": 8080}]}})
+}
+
+/// What the Service strategy's defaulting does to a stored port.
+fn defaulted(mut service: Value) -> Value {
+    for port in service["spec"]["ports"].as_array_mut().unwrap() {
+        port.as_object_mut()
+            .unwrap()
+            .entry("protocol")
+            .or_insert(json!("TCP"));
+    }
+    service
+}
+
+#[test]
+fn reapplying_ports_without_protocol_matches_the_live_defaulted_port() {
+    const SERVICE: &str = "io.k8s.api.core.v1.Service";
+    let created =
+        defaulted(apply_at(None, &service("http"), "kubectl", false, T1, SERVICE).unwrap());
+    assert!(
+        fields_of(&created, "kubectl").contains(
+            r#""f:ports":{"k:{\"port\":80,\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{},"f:targetPort":{}}}"#
+        ),
+        "{}",
+        fields_of(&created, "kubectl")
+    );
+    for name in ["http", "web"] {
+        let reapplied = apply_at(
+            Some(&created),
+            &service(name),
+            "kubectl",
+            false,
+            T2,
+            SERVICE,
+        )
+        .unwrap();
+        assert_eq!(
+            reapplied["spec"]["ports"],
+            json!([{"name": name, "port": 80, "protocol": "TCP", "targetPort": 8080}])
+        );
+    }
 }
 
 #[test]

@@ -8,7 +8,8 @@
 //!   301-redirected to the current hash otherwise.
 //!
 //! Documents are plain JSON values supplied by the server (the binary builds them from its type
-//! model); [`OpenApiService`] caches their bytes and ETags and can be updated while serving (CRDs).
+//! model), given directly or as builders run on first use; [`OpenApiService`] caches their
+//! bytes and ETags, computed on first request, and can be updated while serving (CRDs).
 
 pub mod proto;
 mod serve;
@@ -17,8 +18,9 @@ pub mod to_proto;
 #[cfg(test)]
 mod tests;
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -54,28 +56,24 @@ pub fn compute_etag(data: &[u8]) -> String {
     out
 }
 
-/// One cached document.
-struct Cached {
+/// Builds a document's JSON bytes on first use.
+type Builder = Box<dyn FnOnce() -> Vec<u8> + Send>;
+
+/// A document's bytes, entity tag and (v2) protobuf form, computed once.
+struct Content {
     json: Bytes,
     etag: String,
-    last_modified: Timestamp,
     /// The gnostic protobuf form, built on first request (v2 only).
     protobuf: OnceLock<Bytes>,
 }
 
-impl Cached {
-    fn new(json: Vec<u8>) -> Arc<Cached> {
-        Arc::new(Cached {
+impl Content {
+    fn new(json: Vec<u8>) -> Content {
+        Content {
             etag: compute_etag(&json),
             json: Bytes::from(json),
-            last_modified: Timestamp::now(),
             protobuf: OnceLock::new(),
-        })
-    }
-
-    fn of(doc: &Value) -> Arc<Cached> {
-        // Serialising a `Value` cannot fail (its keys are strings).
-        Cached::new(serde_json::to_vec(doc).unwrap_or_default())
+        }
     }
 
     fn protobuf(&self) -> Bytes {
@@ -88,27 +86,122 @@ impl Cached {
     }
 }
 
+/// One published document. Its content is built on first use (kube-openapi's lazy handlers
+/// do the same), so a server starts without serialising or hashing any document; the
+/// modification time is that of the registration, as when the content is built eagerly.
+struct Cached {
+    last_modified: Timestamp,
+    content: OnceLock<Content>,
+    builder: Mutex<Option<Builder>>,
+}
+
+impl Cached {
+    fn lazy(builder: Builder) -> Arc<Cached> {
+        Arc::new(Cached {
+            last_modified: Timestamp::now(),
+            content: OnceLock::new(),
+            builder: Mutex::new(Some(builder)),
+        })
+    }
+
+    /// A document given as a value: serialised now, hashed on first use.
+    fn of(doc: &Value) -> Arc<Cached> {
+        let json = json_bytes_of(doc);
+        Cached::lazy(Box::new(move || json))
+    }
+
+    /// The content, building it now if needed (blocking; see [`Cached::prepared`]).
+    fn content(&self) -> &Content {
+        self.content.get_or_init(|| {
+            // The cell runs one initializer at a time, so the builder is taken exactly once.
+            let builder = self
+                .builder
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            Content::new(
+                builder
+                    .map(|build| build())
+                    .unwrap_or_else(|| b"null".to_vec()),
+            )
+        })
+    }
+
+    fn is_ready(&self, protobuf: bool) -> bool {
+        self.content
+            .get()
+            .is_some_and(|c| !protobuf || c.protobuf.get().is_some())
+    }
+
+    /// The document with its content (and protobuf form, when asked) built. A first build
+    /// runs on the blocking pool: it takes tens of milliseconds, which must not stall the
+    /// requests sharing this worker.
+    async fn prepared(self: Arc<Self>, protobuf: bool) -> Arc<Self> {
+        if self.is_ready(protobuf) {
+            return self;
+        }
+        let doc = self.clone();
+        let build = move || {
+            let content = doc.content();
+            if protobuf {
+                content.protobuf();
+            }
+        };
+        if tokio::task::spawn_blocking(build).await.is_err() {
+            tracing::warn!("building an OpenAPI document failed on the blocking pool");
+        }
+        self
+    }
+}
+
+/// The JSON bytes of `doc` (serialising a `Value` cannot fail: its keys are strings).
+fn json_bytes_of(doc: &Value) -> Vec<u8> {
+    serde_json::to_vec(doc).unwrap_or_default()
+}
+
 #[derive(Default)]
 struct State {
     v2: Option<Arc<Cached>>,
     v3: BTreeMap<String, Arc<Cached>>,
-    /// The `/openapi/v3` index, rebuilt whenever `v3` changes.
-    v3_root: Option<Arc<Cached>>,
+    /// When `v3` last changed (the index's modification time).
+    v3_changed: Option<Timestamp>,
+    /// The `/openapi/v3` index, built on request and dropped whenever `v3` changes.
+    v3_root: Option<Arc<RootIndex>>,
+    /// Bumped on every change of `v3`, so that an index built meanwhile is not kept.
+    v3_generation: u64,
+}
+
+/// The serialised `/openapi/v3` index.
+struct RootIndex {
+    content: Content,
+    last_modified: Timestamp,
 }
 
 impl State {
-    fn rebuild_root(&mut self) {
-        let paths: serde_json::Map<String, Value> = self
-            .v3
-            .iter()
-            .map(|(path, doc)| {
-                (
-                    path.clone(),
-                    serde_json::json!({ "serverRelativeURL": server_relative_url(path, &doc.etag) }),
-                )
-            })
-            .collect();
-        self.v3_root = Some(Cached::of(&serde_json::json!({ "paths": paths })));
+    fn v3_changed(&mut self) {
+        self.v3_root = None;
+        self.v3_changed = Some(Timestamp::now());
+        self.v3_generation += 1;
+    }
+}
+
+/// The index of `docs` (building each document's content, for its hash).
+fn root_index(docs: &BTreeMap<String, Arc<Cached>>, last_modified: Timestamp) -> RootIndex {
+    let paths: serde_json::Map<String, Value> = docs
+        .iter()
+        .map(|(path, doc)| {
+            (
+                path.clone(),
+                serde_json::json!({
+                    "serverRelativeURL": server_relative_url(path, &doc.content().etag)
+                }),
+            )
+        })
+        .collect();
+    let json = serde_json::to_vec(&serde_json::json!({ "paths": paths })).unwrap_or_default();
+    RootIndex {
+        content: Content::new(json),
+        last_modified,
     }
 }
 
@@ -118,6 +211,12 @@ fn server_relative_url(path: &str, etag: &str) -> String {
 
 /// The OpenAPI documents a server publishes and their HTTP handlers. Cloning shares the same
 /// documents, so a handler registered once sees later updates.
+///
+/// Documents may be given as values ([`OpenApiService::set_v2`], [`OpenApiService::set_v3`])
+/// or as builders run on first use ([`OpenApiService::set_v2_lazy`],
+/// [`OpenApiService::set_v3_lazy`]); either way the bytes, ETag and protobuf form are computed
+/// on first request, and the `/openapi/v3` index (which links every document by its hash) when
+/// it is first requested after a change.
 #[derive(Clone, Default)]
 pub struct OpenApiService {
     state: Arc<RwLock<State>>,
@@ -195,35 +294,63 @@ impl OpenApiService {
         self.write().v2 = Some(cached);
     }
 
+    /// Replaces the Swagger 2.0 document with one `build` makes on first use (a request, or
+    /// [`OpenApiService::v2_etag`]). `build` may return the document or a shared handle to it
+    /// (`Arc<Value>`).
+    pub fn set_v2_lazy<F, D>(&self, build: F)
+    where
+        F: FnOnce() -> D + Send + 'static,
+        D: Borrow<Value>,
+    {
+        let cached = Cached::lazy(Box::new(move || json_bytes_of(build().borrow())));
+        self.write().v2 = Some(cached);
+    }
+
     /// Replaces (or adds) the OpenAPI 3.0 document of one group-version path, given without the
     /// leading `/` (`api/v1`, `apis/apps/v1`, `apis/apps`, `version` …).
     pub fn set_v3(&self, path: &str, doc: &Value) {
-        let cached = Cached::of(doc);
+        self.insert_v3(path, Cached::of(doc));
+    }
+
+    /// Replaces (or adds) the OpenAPI 3.0 document of one group-version path with one `build`
+    /// makes on first use: a request for it, a request for the `/openapi/v3` index, or
+    /// [`OpenApiService::v3_etag`].
+    pub fn set_v3_lazy<F, D>(&self, path: &str, build: F)
+    where
+        F: FnOnce() -> D + Send + 'static,
+        D: Borrow<Value>,
+    {
+        self.insert_v3(
+            path,
+            Cached::lazy(Box::new(move || json_bytes_of(build().borrow()))),
+        );
+    }
+
+    fn insert_v3(&self, path: &str, cached: Arc<Cached>) {
         let mut state = self.write();
         state
             .v3
             .insert(path.trim_start_matches('/').to_owned(), cached);
-        state.rebuild_root();
+        state.v3_changed();
     }
 
     /// Removes the OpenAPI 3.0 document of a group-version path.
     pub fn remove_v3(&self, path: &str) {
         let mut state = self.write();
         state.v3.remove(path.trim_start_matches('/'));
-        state.rebuild_root();
+        state.v3_changed();
     }
 
-    /// The unquoted ETag of the v2 document, if one is set.
+    /// The unquoted ETag of the v2 document, if one is set (building it if needed).
     pub fn v2_etag(&self) -> Option<String> {
-        self.read().v2.as_ref().map(|d| d.etag.clone())
+        let doc = self.read().v2.clone()?;
+        Some(doc.content().etag.clone())
     }
 
-    /// The unquoted ETag of a v3 document, if it exists.
+    /// The unquoted ETag of a v3 document, if it exists (building it if needed).
     pub fn v3_etag(&self, path: &str) -> Option<String> {
-        self.read()
-            .v3
-            .get(path.trim_start_matches('/'))
-            .map(|d| d.etag.clone())
+        let doc = self.read().v3.get(path.trim_start_matches('/')).cloned()?;
+        Some(doc.content().etag.clone())
     }
 
     /// The group-version paths that have a v3 document, sorted.
@@ -247,7 +374,7 @@ impl OpenApiService {
             "/openapi/v3",
             service_fn(move |req: Request| {
                 let this = this.clone();
-                async move { this.serve_v3_root(&req) }
+                async move { this.serve_v3_root(req).await }
             }),
         );
         let this = self.clone();
@@ -255,7 +382,7 @@ impl OpenApiService {
             V3_PREFIX,
             service_fn(move |req: Request| {
                 let this = this.clone();
-                async move { this.serve_v3_group(&req) }
+                async move { this.serve_v3_group(req).await }
             }),
         )
     }
@@ -264,11 +391,11 @@ impl OpenApiService {
     /// preconditions, gzip when accepted; 404 while no document is set.
     pub async fn serve_v2(&self, req: Request) -> Response {
         let gzip = serve::accepts_gzip(req.headers());
-        let response = self.serve_v2_uncompressed(&req);
+        let response = self.serve_v2_uncompressed(&without_body(req)).await;
         serve::gzip_response(gzip, response).await
     }
 
-    fn serve_v2_uncompressed(&self, req: &Request) -> Response {
+    async fn serve_v2_uncompressed(&self, req: &http::Request<()>) -> Response {
         let Some(doc) = self.read().v2.clone() else {
             return go_not_found();
         };
@@ -278,10 +405,14 @@ impl OpenApiService {
             (V2_PROTOBUF_DEPRECATED_CONTENT_TYPE, Format::Protobuf),
             (V2_PROTOBUF_CONTENT_TYPE, Format::Protobuf),
         ];
-        let (content_type, data) = match negotiate(req.headers(), &offers) {
-            Some(Format::Json) => (JSON_CONTENT_TYPE, doc.json.clone()),
-            Some(Format::Protobuf) => (V2_PROTOBUF_CONTENT_TYPE, doc.protobuf()),
-            None => return not_acceptable(headers),
+        let Some(format) = negotiate(req.headers(), &offers) else {
+            return not_acceptable(headers);
+        };
+        let doc = doc.prepared(format == Format::Protobuf).await;
+        let content = doc.content();
+        let (content_type, data) = match format {
+            Format::Json => (JSON_CONTENT_TYPE, content.json.clone()),
+            Format::Protobuf => (V2_PROTOBUF_CONTENT_TYPE, content.protobuf()),
         };
         serve::serve_content(
             req,
@@ -289,36 +420,54 @@ impl OpenApiService {
             serve::Content {
                 content_type,
                 data,
-                etag: &doc.etag,
+                etag: &content.etag,
                 last_modified: doc.last_modified,
             },
         )
     }
 
-    /// Serves the `/openapi/v3` index.
-    pub fn serve_v3_root(&self, req: &Request) -> Response {
-        let root = {
-            let mut state = self.write();
-            if state.v3_root.is_none() {
-                state.rebuild_root();
+    /// The `/openapi/v3` index, built (with every document it links) if needed.
+    async fn v3_root(&self) -> Arc<RootIndex> {
+        let (docs, generation, changed) = {
+            let state = self.read();
+            if let Some(root) = &state.v3_root {
+                return root.clone();
             }
-            state.v3_root.clone()
+            (state.v3.clone(), state.v3_generation, state.v3_changed)
         };
-        let Some(root) = root else {
-            return go_not_found();
+        let last_modified = changed.unwrap_or_else(Timestamp::now);
+        let build = move || Arc::new(root_index(&docs, last_modified));
+        let root = match tokio::task::spawn_blocking(build).await {
+            Ok(root) => root,
+            Err(_) => {
+                tracing::warn!("building the OpenAPI v3 index failed on the blocking pool");
+                let docs = self.read().v3.clone();
+                Arc::new(root_index(&docs, last_modified))
+            }
         };
+        let mut state = self.write();
+        if state.v3_generation == generation {
+            state.v3_root = Some(root.clone());
+        }
+        root
+    }
+
+    /// Serves the `/openapi/v3` index.
+    pub async fn serve_v3_root(&self, req: Request) -> Response {
+        let req = without_body(req);
+        let root = self.v3_root().await;
         let mut headers = HeaderMap::new();
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(JSON_CONTENT_TYPE),
         );
         serve::serve_content(
-            req,
+            &req,
             headers,
             serve::Content {
                 content_type: JSON_CONTENT_TYPE,
-                data: root.json.clone(),
-                etag: &root.etag,
+                data: root.content.json.clone(),
+                etag: &root.content.etag,
                 last_modified: root.last_modified,
             },
         )
@@ -328,7 +477,8 @@ impl OpenApiService {
     /// Accept`, ETag preconditions, and the `?hash=` contract (current → `Cache-Control:
     /// public, immutable` and `Expires` a year ahead; stale → 301 to the current hash). An
     /// unknown path gets 404 (kube-openapi answers an empty 200, which no client can use).
-    pub fn serve_v3_group(&self, req: &Request) -> Response {
+    pub async fn serve_v3_group(&self, req: Request) -> Response {
+        let req = &without_body(req);
         let path = req
             .uri()
             .path()
@@ -342,15 +492,17 @@ impl OpenApiService {
         let Some(doc) = self.read().v3.get(&path).cloned() else {
             return go_not_found();
         };
+        let doc = doc.prepared(false).await;
+        let content = doc.content();
         if let Some(hash) = query_param(req.uri(), "hash").filter(|h| !h.is_empty()) {
-            if hash != doc.etag {
-                if let Ok(value) = HeaderValue::from_str(&format!("\"{}\"", doc.etag)) {
+            if hash != content.etag {
+                if let Ok(value) = HeaderValue::from_str(&format!("\"{}\"", content.etag)) {
                     headers.insert(header::ETAG, value);
                 }
                 return serve::redirect(
                     req,
                     headers,
-                    &server_relative_url(&path, &doc.etag),
+                    &server_relative_url(&path, &content.etag),
                     StatusCode::MOVED_PERMANENTLY,
                 );
             }
@@ -376,12 +528,19 @@ impl OpenApiService {
             headers,
             serve::Content {
                 content_type: JSON_CONTENT_TYPE,
-                data: doc.json.clone(),
-                etag: &doc.etag,
+                data: content.json.clone(),
+                etag: &content.etag,
                 last_modified: doc.last_modified,
             },
         )
     }
+}
+
+/// The request without its body (the documents are served from method, URI and headers;
+/// a body is not `Sync`, so it could not be held across the build of a document).
+fn without_body(req: Request) -> http::Request<()> {
+    let (parts, _) = req.into_parts();
+    http::Request::from_parts(parts, ())
 }
 
 /// The first value of query parameter `name` (form-decoded enough for a hex hash).

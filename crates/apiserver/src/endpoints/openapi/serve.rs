@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use jiff::Timestamp;
 
-use crate::body::{Request, Response, empty, full};
+use crate::body::{Response, empty, full};
 
 /// gziphandler's `DefaultMinSize`: smaller bodies are sent uncompressed.
 const GZIP_MIN_SIZE: usize = 1400;
@@ -72,8 +72,8 @@ fn not_modified_since(headers: &HeaderMap, last_modified: Timestamp) -> bool {
 
 /// Serves `content` for `req`, adding `Etag` and `Last-Modified` to `headers` already set by the
 /// caller (`Vary`, caching headers).
-pub(crate) fn serve_content(
-    req: &Request,
+pub(crate) fn serve_content<B>(
+    req: &http::Request<B>,
     mut headers: HeaderMap,
     content: Content<'_>,
 ) -> Response {
@@ -165,8 +165,8 @@ pub(crate) async fn gzip_response(accepts: bool, response: Response) -> Response
 }
 
 /// Go's `http.Redirect` for a `GET`: the status, `Location`, and a tiny HTML body.
-pub(crate) fn redirect(
-    req: &Request,
+pub(crate) fn redirect<B>(
+    req: &http::Request<B>,
     mut headers: HeaderMap,
     location: &str,
     code: StatusCode,

@@ -8,6 +8,7 @@ use tower::ServiceExt;
 
 use super::*;
 use crate::body::empty;
+use std::sync::Arc;
 
 fn service() -> (OpenApiService, PathRecorderMux) {
     let svc = OpenApiService::new();
@@ -295,4 +296,134 @@ async fn v3_update_changes_the_hash() {
         root["paths"]["api/v1"]["serverRelativeURL"],
         format!("/openapi/v3/api/v1?hash={new}")
     );
+}
+
+/// A builder counting its runs into `runs[index]`.
+fn counted(
+    runs: &Arc<[std::sync::atomic::AtomicUsize; 3]>,
+    index: usize,
+    doc: Value,
+) -> impl FnOnce() -> Value + Send + 'static {
+    let runs = runs.clone();
+    move || {
+        runs[index].fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        doc
+    }
+}
+
+fn run_counts(runs: &[std::sync::atomic::AtomicUsize; 3]) -> [usize; 3] {
+    [0, 1, 2].map(|i| runs[i].load(std::sync::atomic::Ordering::SeqCst))
+}
+
+#[tokio::test]
+async fn lazy_documents_are_built_once_on_first_request_and_only_those_asked_for() {
+    let runs: Arc<[std::sync::atomic::AtomicUsize; 3]> = Arc::default();
+    let svc = OpenApiService::new();
+    let v2 = json!({"swagger": "2.0", "paths": {}, "definitions": {}});
+    svc.set_v2_lazy(counted(&runs, 0, v2.clone()));
+    svc.set_v3_lazy(
+        "api/v1",
+        counted(
+            &runs,
+            1,
+            json!({"openapi": "3.0.0", "paths": {"/api/v1/": {}}}),
+        ),
+    );
+    let apps = Arc::new(json!({"openapi": "3.0.0", "paths": {"/apis/apps/v1/": {}}}));
+    let shared = apps.clone();
+    let counter = counted(&runs, 2, Value::Null);
+    svc.set_v3_lazy("apis/apps/v1", move || {
+        counter();
+        shared
+    });
+    let mux = PathRecorderMux::new("test");
+    svc.install(&mux).unwrap();
+    assert_eq!(run_counts(&runs), [0, 0, 0]);
+    assert_eq!(svc.v3_paths(), ["api/v1", "apis/apps/v1"]);
+
+    // One group-version: only its builder runs, once.
+    for _ in 0..2 {
+        let resp = send(&mux, "/openapi/v3/apis/apps/v1", &[]).await;
+        assert_eq!(resp.status(), StatusCode::OK);
+        let bytes = body(resp).await;
+        assert_eq!(bytes, serde_json::to_vec(&*apps).unwrap());
+    }
+    assert_eq!(run_counts(&runs), [0, 0, 1]);
+
+    // The index links every document by hash, so it builds the rest.
+    let resp = send(&mux, "/openapi/v3", &[]).await;
+    let root: Value = serde_json::from_slice(&body(resp).await).unwrap();
+    assert_eq!(run_counts(&runs), [0, 1, 1]);
+    let v1_etag = compute_etag(
+        &serde_json::to_vec(&json!({"openapi": "3.0.0", "paths": {"/api/v1/": {}}})).unwrap(),
+    );
+    assert_eq!(
+        root["paths"]["api/v1"]["serverRelativeURL"],
+        format!("/openapi/v3/api/v1?hash={v1_etag}")
+    );
+    assert_eq!(svc.v3_etag("api/v1").unwrap(), v1_etag);
+
+    // v2, in both forms, from one build.
+    let resp = send(&mux, "/openapi/v2", &[("accept", V2_PROTOBUF_CONTENT_TYPE)]).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let resp = send(&mux, "/openapi/v2", &[]).await;
+    assert_eq!(
+        resp.headers()[header::ETAG],
+        format!("\"{}\"", compute_etag(&serde_json::to_vec(&v2).unwrap()))
+    );
+    assert_eq!(run_counts(&runs), [1, 1, 1]);
+}
+
+#[tokio::test]
+async fn a_lazy_replacement_changes_the_index_and_redirects_the_old_hash() {
+    let (svc, mux) = service();
+    let old = svc.v3_etag("api/v1").unwrap();
+    let before: Value =
+        serde_json::from_slice(&body(send(&mux, "/openapi/v3", &[]).await).await).unwrap();
+    assert_eq!(
+        before["paths"]["api/v1"]["serverRelativeURL"],
+        format!("/openapi/v3/api/v1?hash={old}")
+    );
+    svc.set_v3_lazy(
+        "api/v1",
+        || json!({"openapi": "3.0.0", "paths": {"/api/v1/namespaces": {}}}),
+    );
+    svc.set_v3_lazy(
+        "apis/stable.example.com/v1",
+        || json!({"openapi": "3.0.0", "paths": {"/apis/stable.example.com/v1/": {}}}),
+    );
+    let root: Value =
+        serde_json::from_slice(&body(send(&mux, "/openapi/v3", &[]).await).await).unwrap();
+    let new = svc.v3_etag("api/v1").unwrap();
+    assert_ne!(old, new);
+    assert_eq!(
+        root["paths"]["api/v1"]["serverRelativeURL"],
+        format!("/openapi/v3/api/v1?hash={new}")
+    );
+    assert_eq!(root["paths"].as_object().unwrap().len(), 3);
+    let resp = send(&mux, &format!("/openapi/v3/api/v1?hash={old}"), &[]).await;
+    assert_eq!(resp.status(), StatusCode::MOVED_PERMANENTLY);
+    svc.remove_v3("apis/stable.example.com/v1");
+    let root: Value =
+        serde_json::from_slice(&body(send(&mux, "/openapi/v3", &[]).await).await).unwrap();
+    assert_eq!(root["paths"].as_object().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn the_index_keeps_its_modification_time_until_a_document_changes() {
+    let (svc, mux) = service();
+    let first = send(&mux, "/openapi/v3", &[]).await;
+    let modified = first.headers()[header::LAST_MODIFIED].clone();
+    let etag = first.headers()[header::ETAG].clone();
+    let resp = send(
+        &mux,
+        "/openapi/v3",
+        &[("if-modified-since", modified.to_str().unwrap())],
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::NOT_MODIFIED);
+    let again = send(&mux, "/openapi/v3", &[]).await;
+    assert_eq!(again.headers()[header::LAST_MODIFIED], modified);
+    assert_eq!(again.headers()[header::ETAG], etag);
+    drop(svc);
 }

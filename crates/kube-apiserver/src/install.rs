@@ -119,12 +119,21 @@ pub fn install_builtin_apis(
         .filter_map(|r| ResourceSpec::from_info(r.strategy.info(), &r.subresources))
         .collect();
     // customresourcedefinitions are served by the apiextensions server; its kind is
-    // documented with the built-in ones.
+    // documented with the built-in ones (the chain's documents are the kube API server's).
     specs.extend(ResourceSpec::builtin(
         "apiextensions.k8s.io",
         "v1",
         "CustomResourceDefinition",
         "customresourcedefinitions",
+        false,
+        &["status"],
+    ));
+    // So are apiservices, served by the aggregator.
+    specs.extend(ResourceSpec::builtin(
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "apiservices",
         false,
         &["status"],
     ));

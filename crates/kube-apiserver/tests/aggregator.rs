@@ -368,6 +368,11 @@ async fn kubectl_reaches_an_aggregated_api_through_the_aggregator() {
     )
     .await;
     assert_eq!(core, "18000/1");
+    let explained = kubectl_ok(&server, &["explain", "apiservices.spec"]).await;
+    assert!(
+        explained.contains("KIND:       APIService") && explained.contains("groupPriorityMinimum"),
+        "{explained}"
+    );
 
     // The merged health checks of the chain.
     let readyz = kubectl_ok(&server, &["get", "--raw", "/readyz?verbose"]).await;

@@ -12,6 +12,7 @@ use k8s_openapi::api::{
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
 use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -104,6 +105,7 @@ builtin_kinds! {
     ("scheduling.k8s.io", "v1", "PriorityClass") => scheduling::v1::PriorityClass,
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
         => apiextensions::v1::CustomResourceDefinition,
+    ("apiregistration.k8s.io", "v1", "APIService") => apiregistration::v1::APIService,
     ("autoscaling", "v1", "Scale") => autoscaling::v1::Scale,
 }
 

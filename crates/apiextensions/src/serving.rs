@@ -12,10 +12,9 @@ use apiserver::endpoints::discovery::{
     DiscoveryManager, Priority, Source, VersionOptions, storage_version_hash,
 };
 use apiserver::endpoints::installer::{GroupVersionHandler, api_resource};
-use apiserver::registry::Strategy;
 use apiserver::registry::rest::{
-    BoxFuture, CreateOptions, DeleteOptions, GetOptions, ListOptions, ObjectWatch, RequestContext,
-    RestStorage, UpdateFunc, UpdateOptions,
+    BoxFuture, CreateOptions, RequestContext, RestStorage, UpdateFunc, UpdateOptions,
+    WrappingStorage,
 };
 use apiserver::registry::store::{Store, attrs_func};
 use apiserver::registry::{ResourceInfo, SharedStrategy};
@@ -64,34 +63,9 @@ struct Guarded {
     terminating: Arc<AtomicBool>,
 }
 
-impl RestStorage for Guarded {
-    fn info(&self) -> &ResourceInfo {
-        self.store.info()
-    }
-    fn verbs(&self) -> Vec<&'static str> {
-        self.store.verbs()
-    }
-    fn get<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        name: &'a str,
-        opts: &'a GetOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.store.get(ctx, name, opts)
-    }
-    fn list<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.store.list(ctx, opts)
-    }
-    fn watch<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<ObjectWatch, ApiError>> {
-        self.store.watch(ctx, opts)
+impl WrappingStorage for Guarded {
+    fn inner(&self) -> &dyn RestStorage {
+        &self.store
     }
     fn create<'a>(
         &'a self,
@@ -127,25 +101,6 @@ impl RestStorage for Guarded {
         let force_allow_create = force_allow_create && !self.terminating.load(Ordering::SeqCst);
         self.store
             .update(ctx, name, update, opts, force_allow_create)
-    }
-    fn delete<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        name: &'a str,
-        opts: &'a DeleteOptions,
-    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
-        self.store.delete(ctx, name, opts)
-    }
-    fn delete_collection<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        delete: &'a DeleteOptions,
-        list: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.store.delete_collection(ctx, delete, list)
-    }
-    fn strategy(&self) -> Option<&dyn Strategy> {
-        self.store.strategy()
     }
 }
 

@@ -255,6 +255,168 @@ pub trait RestStorage: Send + Sync {
     }
 }
 
+/// A storage that wraps another and changes only some of its calls, as upstream's registry
+/// types embed the generic store: every method passes the call on to [`inner`](Self::inner)
+/// unless overridden, and the blanket impl makes every `WrappingStorage` a [`RestStorage`].
+pub trait WrappingStorage: Send + Sync {
+    /// The wrapped storage.
+    fn inner(&self) -> &dyn RestStorage;
+
+    /// [`RestStorage::info`].
+    fn info(&self) -> &ResourceInfo {
+        self.inner().info()
+    }
+
+    /// [`RestStorage::verbs`].
+    fn verbs(&self) -> Vec<&'static str> {
+        self.inner().verbs()
+    }
+
+    /// [`RestStorage::get`].
+    fn get<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        opts: &'a GetOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        self.inner().get(ctx, name, opts)
+    }
+
+    /// [`RestStorage::list`].
+    fn list<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        self.inner().list(ctx, opts)
+    }
+
+    /// [`RestStorage::watch`].
+    fn watch<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<ObjectWatch, ApiError>> {
+        self.inner().watch(ctx, opts)
+    }
+
+    /// [`RestStorage::create`].
+    fn create<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        obj: Value,
+        opts: &'a CreateOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        self.inner().create(ctx, obj, opts)
+    }
+
+    /// [`RestStorage::update`].
+    fn update<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        update: UpdateFunc,
+        opts: &'a UpdateOptions,
+        force_allow_create: bool,
+    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
+        self.inner()
+            .update(ctx, name, update, opts, force_allow_create)
+    }
+
+    /// [`RestStorage::delete`].
+    fn delete<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        opts: &'a DeleteOptions,
+    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
+        self.inner().delete(ctx, name, opts)
+    }
+
+    /// [`RestStorage::delete_collection`].
+    fn delete_collection<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        delete: &'a DeleteOptions,
+        list: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        self.inner().delete_collection(ctx, delete, list)
+    }
+
+    /// [`RestStorage::strategy`].
+    fn strategy(&self) -> Option<&dyn super::Strategy> {
+        self.inner().strategy()
+    }
+}
+
+impl<T: WrappingStorage> RestStorage for T {
+    fn info(&self) -> &ResourceInfo {
+        WrappingStorage::info(self)
+    }
+    fn verbs(&self) -> Vec<&'static str> {
+        WrappingStorage::verbs(self)
+    }
+    fn get<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        opts: &'a GetOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        WrappingStorage::get(self, ctx, name, opts)
+    }
+    fn list<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        WrappingStorage::list(self, ctx, opts)
+    }
+    fn watch<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<ObjectWatch, ApiError>> {
+        WrappingStorage::watch(self, ctx, opts)
+    }
+    fn create<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        obj: Value,
+        opts: &'a CreateOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        WrappingStorage::create(self, ctx, obj, opts)
+    }
+    fn update<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        update: UpdateFunc,
+        opts: &'a UpdateOptions,
+        force_allow_create: bool,
+    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
+        WrappingStorage::update(self, ctx, name, update, opts, force_allow_create)
+    }
+    fn delete<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        opts: &'a DeleteOptions,
+    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
+        WrappingStorage::delete(self, ctx, name, opts)
+    }
+    fn delete_collection<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        delete: &'a DeleteOptions,
+        list: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        WrappingStorage::delete_collection(self, ctx, delete, list)
+    }
+    fn strategy(&self) -> Option<&dyn super::Strategy> {
+        WrappingStorage::strategy(self)
+    }
+}
+
 /// 405 `<verb> is not supported on resources of kind "<resource>[.<group>]"`.
 pub fn method_not_supported(info: &ResourceInfo, verb: &str) -> ApiError {
     let qualified = crate::status::qualified_resource(&info.group, &info.resource);

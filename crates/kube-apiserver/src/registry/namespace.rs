@@ -9,7 +9,7 @@ use std::time::Duration;
 use apiserver::registry::ResourceInfo;
 use apiserver::registry::rest::{
     BoxFuture, CreateOptions, DeleteOptions, GetOptions, ListOptions, ObjectWatch, RequestContext,
-    RestStorage, UpdateFunc, UpdateOptions,
+    RestStorage, UpdateFunc, UpdateOptions, WrappingStorage,
 };
 use apiserver::registry::store::Store;
 use apiserver::registry::store::meta::now_rfc3339;
@@ -173,53 +173,9 @@ fn mark_terminating(v: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-impl RestStorage for NamespaceStorage {
-    fn info(&self) -> &ResourceInfo {
-        self.store.info()
-    }
-    fn verbs(&self) -> Vec<&'static str> {
-        self.store.verbs()
-    }
-    fn get<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        name: &'a str,
-        opts: &'a GetOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.store.get(ctx, name, opts)
-    }
-    fn list<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.store.list(ctx, opts)
-    }
-    fn watch<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<ObjectWatch, ApiError>> {
-        self.store.watch(ctx, opts)
-    }
-    fn create<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        obj: Value,
-        opts: &'a CreateOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.store.create(ctx, obj, opts)
-    }
-    fn update<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        name: &'a str,
-        update: UpdateFunc,
-        opts: &'a UpdateOptions,
-        force_allow_create: bool,
-    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
-        self.store
-            .update(ctx, name, update, opts, force_allow_create)
+impl WrappingStorage for NamespaceStorage {
+    fn inner(&self) -> &dyn RestStorage {
+        &self.store
     }
     fn delete<'a>(
         &'a self,
@@ -228,17 +184,6 @@ impl RestStorage for NamespaceStorage {
         opts: &'a DeleteOptions,
     ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
         Box::pin(self.delete_inner(ctx, name, opts))
-    }
-    fn delete_collection<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        delete: &'a DeleteOptions,
-        list: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.store.delete_collection(ctx, delete, list)
-    }
-    fn strategy(&self) -> Option<&dyn apiserver::registry::Strategy> {
-        self.store.strategy()
     }
 }
 
@@ -657,7 +602,7 @@ mod tests {
             )
             .await
             .unwrap();
-        let storage = NamespaceStorage::new(f.namespaces.clone());
+        let storage: Box<dyn RestStorage> = Box::new(NamespaceStorage::new(f.namespaces.clone()));
         let (marked, deleted) = storage
             .delete(&RequestContext::default(), "x", &DeleteOptions::default())
             .await
@@ -773,7 +718,7 @@ mod tests {
         })
         .await
         .unwrap();
-        let storage = NamespaceStorage::new(f.namespaces.clone());
+        let storage: Box<dyn RestStorage> = Box::new(NamespaceStorage::new(f.namespaces.clone()));
         let (_, deleted) = storage
             .delete(&RequestContext::default(), "z", &DeleteOptions::default())
             .await

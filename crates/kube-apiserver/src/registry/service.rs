@@ -6,8 +6,8 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 
 use apiserver::registry::rest::{
-    BoxFuture, CreateOptions, DeleteOptions, GetOptions, ListOptions, ObjectWatch, RequestContext,
-    RestStorage, UpdateFunc, UpdateOptions,
+    BoxFuture, CreateOptions, ListOptions, RequestContext, RestStorage, UpdateFunc, UpdateOptions,
+    WrappingStorage,
 };
 use apiserver::registry::{FieldError, ResourceInfo, invalid};
 use apiserver::status::ApiError;
@@ -245,34 +245,9 @@ fn set_ips(obj: &mut Value, ip: &str) {
     }
 }
 
-impl RestStorage for ServiceStorage {
-    fn info(&self) -> &ResourceInfo {
-        self.inner.info()
-    }
-    fn verbs(&self) -> Vec<&'static str> {
-        self.inner.verbs()
-    }
-    fn get<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        name: &'a str,
-        opts: &'a GetOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.inner.get(ctx, name, opts)
-    }
-    fn list<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.inner.list(ctx, opts)
-    }
-    fn watch<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<ObjectWatch, ApiError>> {
-        self.inner.watch(ctx, opts)
+impl WrappingStorage for ServiceStorage {
+    fn inner(&self) -> &dyn RestStorage {
+        self.inner.as_ref()
     }
     fn create<'a>(
         &'a self,
@@ -291,25 +266,6 @@ impl RestStorage for ServiceStorage {
         force_allow_create: bool,
     ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
         Box::pin(self.update_inner(ctx, name, update, opts, force_allow_create))
-    }
-    fn delete<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        name: &'a str,
-        opts: &'a DeleteOptions,
-    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
-        self.inner.delete(ctx, name, opts)
-    }
-    fn delete_collection<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        delete: &'a DeleteOptions,
-        list: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.inner.delete_collection(ctx, delete, list)
-    }
-    fn strategy(&self) -> Option<&dyn apiserver::registry::Strategy> {
-        self.inner.strategy()
     }
 }
 
@@ -345,7 +301,7 @@ mod tests {
         v
     }
 
-    async fn create(s: &ServiceStorage, v: Value) -> Result<Value, ApiError> {
+    async fn create(s: &dyn RestStorage, v: Value) -> Result<Value, ApiError> {
         s.create(&ctx(), v, &CreateOptions::default()).await
     }
 
@@ -387,6 +343,7 @@ mod tests {
     #[tokio::test]
     async fn create_through_update_allocates() {
         let (_d, s) = fixture("10.0.0.0/24");
+        let s: &dyn RestStorage = &s;
         let (v, created) = s
             .update(
                 &ctx(),

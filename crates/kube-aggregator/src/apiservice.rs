@@ -1,6 +1,7 @@
 //! The `apiregistration.k8s.io/v1` `APIService` resource: its strategy (defaults, validation,
 //! table) and typed views of the fields the controllers read.
 
+use apiserver::registry::names::{dns1035_label, dns1123_subdomain};
 use apiserver::registry::store::meta::path_segment_errors;
 use apiserver::registry::{FieldError, ResourceInfo, Strategy, TableColumn};
 use serde_json::{Value, json};
@@ -167,43 +168,6 @@ fn default_port(obj: &mut Value) {
 const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
 const AGE_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
-/// Is `s` a DNS-1123 subdomain (the message list of upstream `IsDNS1123Subdomain`)?
-fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push("must be no more than 253 characters".to_string());
-    }
-    let label_ok = |l: &str| {
-        !l.is_empty()
-            && l.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && l.as_bytes()[0].is_ascii_alphanumeric()
-            && l.as_bytes()[l.len() - 1].is_ascii_alphanumeric()
-    };
-    if !s.split('.').all(label_ok) {
-        errs.push("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_string());
-    }
-    errs
-}
-
-/// Is `s` a DNS-1035 label (upstream `IsDNS1035Label`)?
-fn dns1035_label_errors(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    let b = s.as_bytes();
-    let ok = !b.is_empty()
-        && b[0].is_ascii_lowercase()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
-    if !ok {
-        errs.push("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')".to_string());
-    }
-    errs
-}
-
 /// Upstream `ValidateAPIService` (the spec; object meta is checked by the store).
 pub fn validate_api_service(obj: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -230,11 +194,11 @@ pub fn validate_api_service(obj: &Value) -> Vec<FieldError> {
         ));
     }
     if !group.is_empty() {
-        for msg in dns1123_subdomain_errors(group) {
+        for msg in dns1123_subdomain(group) {
             errs.push(FieldError::invalid("spec.group", group, &msg));
         }
     }
-    for msg in dns1035_label_errors(version) {
+    for msg in dns1035_label(version) {
         errs.push(FieldError::invalid("spec.version", version, &msg));
     }
     let int = |field: &str| spec.get(field).and_then(Value::as_i64).unwrap_or(0);

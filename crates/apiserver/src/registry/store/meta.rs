@@ -131,24 +131,6 @@ pub fn path_segment_errors(name: &str, prefix: bool) -> Vec<String> {
     errs
 }
 
-/// `ValidateNamespaceName`: an RFC 1123 label.
-fn namespace_errors(ns: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if ns.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    let bytes = ns.as_bytes();
-    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    let ok = !bytes.is_empty()
-        && bytes.first().is_some_and(alnum)
-        && bytes.last().is_some_and(alnum)
-        && bytes.iter().all(|b| alnum(b) || *b == b'-');
-    if !ok {
-        errs.push("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".to_string());
-    }
-    errs
-}
-
 /// The common ObjectMeta checks of a new object (upstream `ValidateObjectMetaAccessor` with
 /// path-segment names): name or generateName, namespace presence by scope, generation, labels
 /// and annotation keys.
@@ -180,7 +162,7 @@ pub fn validate_object_meta(obj: &Value, namespaced: bool) -> Vec<FieldError> {
         if ns.is_empty() {
             errs.push(FieldError::required("metadata.namespace", ""));
         } else {
-            for msg in namespace_errors(ns) {
+            for msg in crate::registry::names::dns1123_label(ns) {
                 errs.push(FieldError::invalid("metadata.namespace", ns, &msg));
             }
         }

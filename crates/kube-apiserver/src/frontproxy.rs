@@ -4,7 +4,6 @@
 //! `kube-system/extension-apiserver-authentication` ConfigMap aggregated API servers read to
 //! trust the aggregator (upstream's `start-cluster-authentication-info-controller`).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,11 +11,9 @@ use std::time::Duration;
 use apiserver::registry::rest::{CreateOptions, RequestContext, RestStorage, UpdateOptions};
 use apiserver::registry::store::Store;
 use apiserver::server::hooks::PostStartHookFn;
+use apiserver::server::serving::kubeconfig::write_private;
+use apiserver::server::serving::selfsigned::{new_ca, new_client_cert};
 use apiserver::status::reason;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
 use serde_json::{Value, json};
 
 use crate::options::Options;
@@ -36,16 +33,12 @@ pub struct FrontProxyPki {
 }
 
 fn write(path: &Path, data: &str, private: bool) -> Result<(), String> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    if private {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options
-        .open(path)
-        .and_then(|mut f| f.write_all(data.as_bytes()))
-        .map_err(|e| format!("{}: {e}", path.display()))
+    let result = if private {
+        write_private(path, data.as_bytes())
+    } else {
+        std::fs::write(path, data)
+    };
+    result.map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Creates the front-proxy CA and client certificate in `dir` unless they exist.
@@ -62,39 +55,13 @@ pub fn ensure_front_proxy_pki(dir: &Path) -> Result<FrontProxyPki, String> {
         return Ok(pki);
     }
     let err = |e: rcgen::Error| format!("generating the front-proxy certificates: {e}");
-    let now = std::time::SystemTime::now();
-    let validity = |params: &mut CertificateParams, years: u64| {
-        params.not_before = now.into();
-        params.not_after = (now + Duration::from_secs(years * 365 * 24 * 3600)).into();
-    };
-    let ca_key = KeyPair::generate().map_err(err)?;
-    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    ca.distinguished_name
-        .push(DnType::CommonName, "front-proxy-ca");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    validity(&mut ca, 10);
-    let ca_cert = ca.self_signed(&ca_key).map_err(err)?;
-    let ca_key_pem = ca_key.serialize_pem();
-    let issuer = Issuer::new(ca, ca_key);
-    let client_key = KeyPair::generate().map_err(err)?;
-    let mut client = CertificateParams::new(Vec::<String>::new()).map_err(err)?;
-    client
-        .distinguished_name
-        .push(DnType::CommonName, PROXY_CLIENT_CN);
-    client.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    validity(&mut client, 1);
-    let client_cert = client.signed_by(&client_key, &issuer).map_err(err)?;
+    let ca = new_ca("front-proxy-ca").map_err(err)?;
+    let client = new_client_cert(&ca.issuer, PROXY_CLIENT_CN, None).map_err(err)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    write(&dir.join("front-proxy-ca.key"), &ca_key_pem, true)?;
-    write(&pki.client_key, &client_key.serialize_pem(), true)?;
-    write(&pki.client_cert, &client_cert.pem(), false)?;
-    write(&pki.ca_cert, &ca_cert.pem(), false)?;
+    write(&dir.join("front-proxy-ca.key"), &ca.key_pem, true)?;
+    write(&pki.client_key, &client.key_pem, true)?;
+    write(&pki.client_cert, &client.cert_pem, false)?;
+    write(&pki.ca_cert, &ca.cert_pem, false)?;
     Ok(pki)
 }
 

@@ -49,7 +49,7 @@ pub fn write_admin_kubeconfig(
 }
 
 /// Writes `data` to `path`, readable only by the owner.
-pub(crate) fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+pub fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create(true).truncate(true);
     #[cfg(unix)]

@@ -91,6 +91,70 @@ fn validity(params: &mut CertificateParams, valid_for: Duration) {
     params.not_after = (now + valid_for).into();
 }
 
+/// A generated certificate and its private key, both PEM.
+pub struct GeneratedCert {
+    /// The certificate.
+    pub cert_pem: String,
+    /// The private key.
+    pub key_pem: String,
+}
+
+/// A generated CA: its certificate and key, and the issuer that signs leaf certificates.
+pub struct GeneratedCa {
+    /// The CA certificate.
+    pub cert_pem: String,
+    /// The CA private key.
+    pub key_pem: String,
+    /// Signs certificates with the CA.
+    pub issuer: Issuer<'static, KeyPair>,
+}
+
+/// A new self-signed CA with common name `cn`, valid for [`CA_VALIDITY`].
+pub fn new_ca(cn: &str) -> Result<GeneratedCa, rcgen::Error> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(DnType::CommonName, cn);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    validity(&mut params, CA_VALIDITY);
+    let cert = params.self_signed(&key)?;
+    let key_pem = key.serialize_pem();
+    Ok(GeneratedCa {
+        cert_pem: cert.pem(),
+        key_pem,
+        issuer: Issuer::new(params, key),
+    })
+}
+
+/// A client certificate (common name `cn`, organization `org`: the user's group) signed by
+/// `issuer`, valid for [`LEAF_VALIDITY`].
+pub fn new_client_cert(
+    issuer: &Issuer<'_, KeyPair>,
+    cn: &str,
+    org: Option<&str>,
+) -> Result<GeneratedCert, rcgen::Error> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(DnType::CommonName, cn);
+    if let Some(org) = org {
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, org);
+    }
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    validity(&mut params, LEAF_VALIDITY);
+    let cert = params.signed_by(&key, issuer)?;
+    Ok(GeneratedCert {
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
 /// Creates the PKI in `dir` unless all six files already exist (then they are reused as they
 /// are). The serving certificate covers `localhost`, `127.0.0.1`, `::1`, the host name and
 /// `hosts` (DNS names or IPs). Private keys are written with mode 0600.
@@ -108,21 +172,7 @@ pub fn ensure_pki(dir: &Path, hosts: &[String]) -> Result<PkiPaths, PkiError> {
         .map(|d| d.as_secs())
         .unwrap_or(0);
 
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, format!("apiserver-ca@{unix}"));
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    validity(&mut ca_params, CA_VALIDITY);
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let ca_key_pem = ca_key.serialize_pem();
-    let issuer = Issuer::new(ca_params, ca_key);
+    let ca = new_ca(&format!("apiserver-ca@{unix}"))?;
 
     let mut names = vec![
         "localhost".to_string(),
@@ -145,18 +195,9 @@ pub fn ensure_pki(dir: &Path, hosts: &[String]) -> Result<PkiPaths, PkiError> {
     ];
     serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     validity(&mut serving, LEAF_VALIDITY);
-    let serving_cert = serving.signed_by(&serving_key, &issuer)?;
+    let serving_cert = serving.signed_by(&serving_key, &ca.issuer)?;
 
-    let admin_key = KeyPair::generate()?;
-    let mut admin = CertificateParams::new(Vec::<String>::new())?;
-    admin.distinguished_name.push(DnType::CommonName, "admin");
-    admin
-        .distinguished_name
-        .push(DnType::OrganizationName, "system:masters");
-    admin.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-    admin.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    validity(&mut admin, LEAF_VALIDITY);
-    let admin_cert = admin.signed_by(&admin_key, &issuer)?;
+    let admin = new_client_cert(&ca.issuer, "admin", Some("system:masters"))?;
 
     let write = |path: &PathBuf, data: &str, private: bool| -> Result<(), PkiError> {
         let result = if private {
@@ -171,12 +212,12 @@ pub fn ensure_pki(dir: &Path, hosts: &[String]) -> Result<PkiPaths, PkiError> {
     };
     // Keys first and certificates last: a crash in between leaves an incomplete set, which
     // the next start regenerates.
-    write(&paths.ca_key, &ca_key_pem, true)?;
+    write(&paths.ca_key, &ca.key_pem, true)?;
     write(&paths.serving_key, &serving_key.serialize_pem(), true)?;
-    write(&paths.admin_key, &admin_key.serialize_pem(), true)?;
+    write(&paths.admin_key, &admin.key_pem, true)?;
     write(&paths.serving_cert, &serving_cert.pem(), false)?;
-    write(&paths.admin_cert, &admin_cert.pem(), false)?;
-    write(&paths.ca_cert, &ca_cert.pem(), false)?;
+    write(&paths.admin_cert, &admin.cert_pem, false)?;
+    write(&paths.ca_cert, &ca.cert_pem, false)?;
     Ok(paths)
 }
 

@@ -40,7 +40,7 @@ if [ ! -x "$tools/bin/kubectl-1.35" ] || [ ! -x "$tools/bin/helm" ]; then
   rm -rf "$work"
 fi
 
-"$tools/bin/kubectl-1.35" version --client 2>/dev/null | head -1
-"$tools/bin/kubectl-1.20" version --client --short 2>/dev/null | head -1 || true
+"$tools/bin/kubectl-1.35" version --client 2>/dev/null | sed -n 1p
+"$tools/bin/kubectl-1.20" version --client --short 2>/dev/null | sed -n 1p || true
 "$tools/bin/helm" version --short
-etcd --version | head -1
+etcd --version | sed -n 1p

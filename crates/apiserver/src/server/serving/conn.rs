@@ -34,6 +34,10 @@ pub(crate) enum Protocol {
     Http2,
 }
 
+/// How long an HTTP/2 connection a handler asked to close waits for its busy streams before
+/// the GOAWAY goes out anyway.
+const CLOSE_AFTER_RESPONSE_LIMIT: Duration = Duration::from_secs(1);
+
 /// hyper's 256 KiB settings of the apiserver's HTTP/2 server.
 const H2_FRAME_AND_STREAM_WINDOW: u32 = 256 << 10;
 
@@ -347,7 +351,19 @@ pub(crate) async fn serve_connection<I>(
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(io), service);
     tokio::pin!(conn);
     let mut closing = false;
+    // HTTP/2: when a handler asked to close the connection. The GOAWAY goes out once that
+    // request's response is done (as Go's server sends it after the handler's response), or
+    // after CLOSE_AFTER_RESPONSE_LIMIT if other streams stay busy.
+    let mut close_asked: Option<Instant> = None;
     loop {
+        if let Some(asked) = close_asked
+            && !closing
+            && (activity.active.load(Ordering::SeqCst) == 0
+                || asked.elapsed() >= CLOSE_AFTER_RESPONSE_LIMIT)
+        {
+            conn.as_mut().graceful_shutdown();
+            closing = true;
+        }
         let deadline = activity.next_deadline();
         let wake_at = match deadline {
             Some(Deadline::Head(at) | Deadline::Idle(at)) => at,
@@ -364,10 +380,17 @@ pub(crate) async fn serve_connection<I>(
                 conn.as_mut().graceful_shutdown();
                 closing = true;
             }
-            _ = close.cancelled(), if !closing => {
-                conn.as_mut().graceful_shutdown();
-                closing = true;
+            _ = close.cancelled(), if !closing && close_asked.is_none() => {
+                if is_h2 {
+                    close_asked = Some(Instant::now());
+                } else {
+                    conn.as_mut().graceful_shutdown();
+                    closing = true;
+                }
             }
+            _ = tokio::time::sleep_until(
+                close_asked.map_or_else(Instant::now, |at| at + CLOSE_AFTER_RESPONSE_LIMIT)
+            ), if close_asked.is_some() && !closing => {}
             _ = activity.changed.notified() => {}
             _ = tokio::time::sleep_until(wake_at), if armed(deadline, closing) => {
                 match activity.next_deadline() {

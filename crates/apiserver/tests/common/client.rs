@@ -173,9 +173,21 @@ impl Client {
     }
 
     /// Sends `req` on a fresh connection.
+    ///
+    /// On HTTP/2 a request the server answered can still fail in hyper's client with the
+    /// server's graceful GOAWAY (hyperium/hyper#2500: after handing the request to h2, the
+    /// dispatcher checks the connection again and fails the request if a GOAWAY arrived in
+    /// between). The server sends one after every anonymous request, as upstream does, so a
+    /// fresh-connection request that fails that way is sent once more on another connection.
     pub async fn send(&self, proto: Proto, req: Request<Full<Bytes>>) -> std::io::Result<Reply> {
+        let retry = (proto == Proto::H2).then(|| copy_request(&req));
         let mut conn = self.connect(proto).await?;
-        conn.send(req).await
+        match (conn.send(req).await, retry) {
+            (Err(e), Some(again)) if is_graceful_goaway(&e) => {
+                self.connect(proto).await?.send(again).await
+            }
+            (result, _) => result,
+        }
     }
 
     /// A request with the client's default headers plus `headers`.
@@ -197,8 +209,7 @@ impl Client {
 
     /// GET `path` on a fresh connection.
     pub async fn get(&self, proto: Proto, path: &str) -> std::io::Result<Reply> {
-        let mut conn = self.connect(proto).await?;
-        conn.send(self.request(Method::GET, path, "")).await
+        self.send(proto, self.request(Method::GET, path, "")).await
     }
 }
 
@@ -270,4 +281,26 @@ impl Conn {
             Conn::H2(sender) => Some(Conn::H2(sender.clone())),
         }
     }
+}
+
+/// A copy of `req` (head and body) for sending it again.
+fn copy_request(req: &Request<Full<Bytes>>) -> Request<Full<Bytes>> {
+    let mut copy = Request::new(req.body().clone());
+    *copy.method_mut() = req.method().clone();
+    *copy.uri_mut() = req.uri().clone();
+    *copy.version_mut() = req.version();
+    *copy.headers_mut() = req.headers().clone();
+    copy
+}
+
+/// Whether `err` is hyper reporting the server's graceful (NO_ERROR) GOAWAY.
+fn is_graceful_goaway(err: &std::io::Error) -> bool {
+    let Some(hyper_err) = err.get_ref().and_then(|e| e.downcast_ref::<hyper::Error>()) else {
+        return false;
+    };
+    std::error::Error::source(hyper_err)
+        .and_then(|e| e.downcast_ref::<h2::Error>())
+        .is_some_and(|e| {
+            e.is_go_away() && e.is_remote() && e.reason() == Some(h2::Reason::NO_ERROR)
+        })
 }

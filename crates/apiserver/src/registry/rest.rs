@@ -197,6 +197,18 @@ pub trait RestStorage: Send + Sync {
         Box::pin(async { Err(method_not_supported(self.info(), "list")) })
     }
 
+    /// LIST written directly as the compact JSON of the `<Kind>List` (one line, as
+    /// [`gojson::to_line`](crate::util::gojson::to_line) writes it), for storages that can
+    /// do that without building the list as a value. `None`: not supported, use
+    /// [`list`](Self::list).
+    fn list_json<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, ApiError>> {
+        Box::pin(async { Ok(None) })
+    }
+
     /// WATCH.
     fn watch<'a>(
         &'a self,
@@ -291,6 +303,16 @@ pub trait WrappingStorage: Send + Sync {
         self.inner().list(ctx, opts)
     }
 
+    /// [`RestStorage::list_json`]: passed on only while the wrapper keeps the inner `list`
+    /// (override both, or neither).
+    fn list_json<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, ApiError>> {
+        self.inner().list_json(ctx, opts)
+    }
+
     /// [`RestStorage::watch`].
     fn watch<'a>(
         &'a self,
@@ -370,6 +392,13 @@ impl<T: WrappingStorage> RestStorage for T {
         opts: &'a ListOptions,
     ) -> BoxFuture<'a, Result<Value, ApiError>> {
         WrappingStorage::list(self, ctx, opts)
+    }
+    fn list_json<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, ApiError>> {
+        WrappingStorage::list_json(self, ctx, opts)
     }
     fn watch<'a>(
         &'a self,

@@ -7,6 +7,7 @@
 //! `<root>/<name>` for cluster-scoped ones, `<root>` being `<prefix>/<resource>`
 //! (`/registry/configmaps/default/foo`).
 
+mod list_json;
 pub mod meta;
 pub mod options;
 mod status;
@@ -717,11 +718,12 @@ impl Store {
         Ok((self.finalize_delete(self.decode(&deleted)?)?, true))
     }
 
-    async fn list_inner(
+    /// Reads the page a LIST asks for.
+    async fn list_page(
         &self,
         ctx: &RequestContext,
         opts: &ListOptions,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<storage::ListResult, ApiError> {
         validate_list_options(opts)?;
         let predicate =
             options::predicate(&self.strategy, &opts.label_selector, &opts.field_selector)?;
@@ -737,33 +739,64 @@ impl Store {
             recursive: true,
             ..Default::default()
         };
-        let page = self
-            .storage
+        self.storage
             .list(&key, sopts)
             .await
-            .map_err(|e| self.api_err(e, Operation::List, ""))?;
-        let items = page
-            .items
-            .iter()
-            .map(|o| self.decode(o))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map_err(|e| self.api_err(e, Operation::List, ""))
+    }
+
+    /// The list's `metadata`: resourceVersion, continue and remainingItemCount.
+    fn list_meta(page: &storage::ListResult) -> Map<String, Value> {
         let mut list_meta = Map::new();
         list_meta.insert(
             "resourceVersion".into(),
             Value::String(page.resource_version.to_string()),
         );
-        if let Some(token) = page.continue_token {
-            list_meta.insert("continue".into(), Value::String(token));
+        if let Some(token) = &page.continue_token {
+            list_meta.insert("continue".into(), Value::String(token.clone()));
         }
         if let Some(n) = page.remaining_item_count {
             list_meta.insert("remainingItemCount".into(), json!(n));
         }
+        list_meta
+    }
+
+    async fn list_inner(
+        &self,
+        ctx: &RequestContext,
+        opts: &ListOptions,
+    ) -> Result<Value, ApiError> {
+        let page = self.list_page(ctx, opts).await?;
+        let items = page
+            .items
+            .iter()
+            .map(|o| self.decode(o))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(json!({
             "kind": self.res().list_kind,
             "apiVersion": self.res().api_version(),
-            "metadata": list_meta,
+            "metadata": Self::list_meta(&page),
             "items": items,
         }))
+    }
+
+    async fn list_json_inner(
+        &self,
+        ctx: &RequestContext,
+        opts: &ListOptions,
+    ) -> Result<Option<Vec<u8>>, ApiError> {
+        let page = self.list_page(ctx, opts).await?;
+        let res = self.res();
+        let api_version = res.api_version();
+        let ty = list_json::ListType {
+            list_kind: &res.list_kind,
+            kind: &res.kind,
+            api_version: &api_version,
+        };
+        list_json::write_list(&ty, &Self::list_meta(&page), &page.items, |o| {
+            self.decode(o)
+        })
+        .map(Some)
     }
 
     /// A request across namespaces whose field selector names one namespace reads only that
@@ -997,6 +1030,14 @@ impl RestStorage for Store {
         opts: &'a ListOptions,
     ) -> BoxFuture<'a, Result<Value, ApiError>> {
         Box::pin(self.list_inner(ctx, opts))
+    }
+
+    fn list_json<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, ApiError>> {
+        Box::pin(self.list_json_inner(ctx, opts))
     }
 
     fn watch<'a>(

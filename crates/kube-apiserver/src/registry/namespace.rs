@@ -375,6 +375,13 @@ impl RestStorage for LifecycleStorage {
     ) -> BoxFuture<'a, Result<Value, ApiError>> {
         self.inner.list(ctx, opts)
     }
+    fn list_json<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        opts: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, ApiError>> {
+        self.inner.list_json(ctx, opts)
+    }
     fn watch<'a>(
         &'a self,
         ctx: &'a RequestContext,

@@ -3,11 +3,11 @@
 
 use http::StatusCode;
 
-use super::encode::{negotiate, write_object};
+use super::encode::{Transform, negotiate, response, write_object};
 use super::options::{Query, list_options, validate_list_options};
 use super::{RequestParts, ResourceScope};
 use crate::body::Response;
-use crate::endpoints::negotiation::not_acceptable_response;
+use crate::endpoints::negotiation::{JSON, not_acceptable_response};
 use crate::status::ApiError;
 
 /// `GET <collection>`: 200 with the `<Kind>List` (or its Table / PartialObjectMetadataList).
@@ -18,6 +18,15 @@ pub async fn list(scope: &ResourceScope, parts: RequestParts) -> Result<Response
     };
     let opts = list_options(&Query::parse(parts.query()))?;
     validate_list_options(&opts)?;
+    // Compact JSON of the object itself: storages that can write the list from the stored
+    // bytes skip decoding every item into a value and encoding it again.
+    if output.transform == Transform::None
+        && output.serializer.media_type == JSON.media_type
+        && !output.pretty
+        && let Some(body) = scope.storage.list_json(&parts.ctx, &opts).await?
+    {
+        return Ok(response(StatusCode::OK, body, &output));
+    }
     let list = scope.storage.list(&parts.ctx, &opts).await?;
     write_object(scope, StatusCode::OK, list, true, &output)
 }

@@ -359,7 +359,7 @@ impl Storage for Cacher {
             }
             let st = read(&self.inner.state);
             match st.store.get(key) {
-                Some(o) => Ok(Some(o.object.clone())),
+                Some(o) => Ok(Some(o.0.object.clone())),
                 None if opts.ignore_not_found => Ok(None),
                 None => Err(StorageError::KeyNotFound {
                     key: key.into(),

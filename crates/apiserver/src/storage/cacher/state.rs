@@ -1,12 +1,14 @@
 //! The watch cache's state: the objects at the cache's revision, the window of recent events
 //! and the registered watchers.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::borrow::Borrow;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::{Arc, OnceLock};
 
 use tokio::sync::mpsc;
 
-use crate::storage::selection::{Fields, GetAttrs, Labels, SelectionPredicate};
+use crate::storage::selection::{GetAttrs, PackedAttrs, SelectionPredicate};
 use crate::storage::watch::{EventBatch, key_matches};
 use crate::storage::{
     ListOptions, ListResult, Object, Result, WatchEvent, finish_page, recursive_prefix, versioner,
@@ -16,8 +18,8 @@ use crate::storage::{
 pub struct CachedObject {
     /// The object (resourceVersion set).
     pub object: Object,
-    labels: Labels,
-    fields: Fields,
+    labels: PackedAttrs,
+    fields: PackedAttrs,
 }
 
 impl CachedObject {
@@ -26,13 +28,49 @@ impl CachedObject {
         let (labels, fields) = attrs(&object.value).unwrap_or_default();
         CachedObject {
             object,
-            labels,
-            fields,
+            labels: PackedAttrs::from(&labels),
+            fields: PackedAttrs::from(&fields),
         }
     }
 
     fn matches(&self, pred: &SelectionPredicate) -> bool {
         pred.is_empty() || pred.matches_attrs(&self.labels, &self.fields)
+    }
+}
+
+/// An object of the store, ordered and found by its key (which only the object holds).
+#[derive(Clone)]
+pub struct Keyed(pub Arc<CachedObject>);
+
+impl Keyed {
+    fn key(&self) -> &str {
+        &self.0.object.key
+    }
+}
+
+impl Borrow<str> for Keyed {
+    fn borrow(&self) -> &str {
+        self.key()
+    }
+}
+
+impl PartialEq for Keyed {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Keyed {}
+
+impl PartialOrd for Keyed {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Keyed {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.key().cmp(other.key())
     }
 }
 
@@ -98,7 +136,7 @@ pub struct State {
     /// The revision the cache is at.
     pub rev: u64,
     /// The objects, by key.
-    pub store: BTreeMap<String, Arc<CachedObject>>,
+    pub store: BTreeSet<Keyed>,
     window: VecDeque<Arc<CachedEvent>>,
     capacity: usize,
     /// A watch from a revision at or after this one can be served from the window.
@@ -113,7 +151,7 @@ impl State {
         State {
             ready: false,
             rev: 0,
-            store: BTreeMap::new(),
+            store: BTreeSet::new(),
             window: VecDeque::new(),
             capacity: capacity.max(1),
             oldest: 0,
@@ -126,7 +164,7 @@ impl State {
         self.store = list
             .items
             .into_iter()
-            .map(|o| (o.key.clone(), Arc::new(CachedObject::new(o, attrs))))
+            .map(|o| Keyed(Arc::new(CachedObject::new(o, attrs))))
             .collect();
         self.rev = list.resource_version;
         self.window.clear();
@@ -158,14 +196,15 @@ impl State {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                 let (key, rev) = (o.key.clone(), o.resource_version);
                 let cur = Arc::new(CachedObject::new(o, attrs));
-                let prev = self.store.insert(key.clone(), cur.clone());
+                let prev = self.store.replace(Keyed(cur.clone())).map(|k| k.0);
                 (key, rev, Some(cur), prev)
             }
             WatchEvent::Deleted(o) => {
                 let (key, rev) = (o.key.clone(), o.resource_version);
                 let prev = self
                     .store
-                    .remove(&key)
+                    .take(key.as_str())
+                    .map(|k| k.0)
                     .unwrap_or_else(|| Arc::new(CachedObject::new(o, attrs)));
                 (key, rev, None, Some(prev))
             }
@@ -261,12 +300,15 @@ impl State {
         pred: &SelectionPredicate,
         out: &mut VecDeque<WatchEvent>,
     ) {
-        for (k, o) in self.store.range(key.to_string()..) {
-            if !key_matches(key, recursive, k) {
+        for o in self
+            .store
+            .range::<str, _>((Bound::Included(key), Bound::Unbounded))
+        {
+            if !key_matches(key, recursive, o.key()) {
                 break;
             }
-            if o.matches(pred) {
-                out.push_back(WatchEvent::Added(o.object.clone()));
+            if o.0.matches(pred) {
+                out.push_back(WatchEvent::Added(o.0.object.clone()));
             }
         }
     }
@@ -307,8 +349,12 @@ impl State {
         let mut items = Vec::new();
         let mut has_more = false;
         let mut remaining = 0i64;
-        for (k, o) in self.store.range(prefix.clone()..) {
-            if (exact && *k != prefix) || !k.starts_with(&prefix) {
+        for entry in self
+            .store
+            .range::<str, _>((Bound::Included(prefix.as_str()), Bound::Unbounded))
+        {
+            let (k, o) = (entry.key(), &entry.0);
+            if (exact && k != prefix) || !k.starts_with(&prefix) {
                 break;
             }
             if limit_n > 0 && items.len() >= limit_n {

@@ -3,6 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::packed::AttrLookup;
+
 /// Field values of an object, e.g. `metadata.name`.
 pub type Fields = BTreeMap<String, String>;
 
@@ -80,9 +82,9 @@ impl FieldSelector {
     }
 
     /// Whether the fields match (a missing field reads as the empty string, as upstream).
-    pub fn matches(&self, fields: &Fields) -> bool {
+    pub fn matches<F: AttrLookup + ?Sized>(&self, fields: &F) -> bool {
         self.terms.iter().all(|t| {
-            let have = fields.get(&t.field).map(String::as_str).unwrap_or("");
+            let have = fields.lookup(&t.field).unwrap_or("");
             (have == t.value) != t.not_equal
         })
     }

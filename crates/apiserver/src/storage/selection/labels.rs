@@ -7,6 +7,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::packed::AttrLookup;
+
 /// A set of labels.
 pub type Labels = BTreeMap<String, String>;
 
@@ -46,13 +48,12 @@ pub struct Requirement {
 
 impl Requirement {
     /// Whether the labels satisfy this requirement.
-    pub fn matches(&self, labels: &Labels) -> bool {
-        let value = labels.get(&self.key);
+    pub fn matches<L: AttrLookup + ?Sized>(&self, labels: &L) -> bool {
+        let value = labels.lookup(&self.key);
+        let listed = |v: &str| self.values.iter().any(|w| w == v);
         match self.operator {
-            Operator::In | Operator::Equals | Operator::DoubleEquals => {
-                value.is_some_and(|v| self.values.contains(v))
-            }
-            Operator::NotIn | Operator::NotEquals => value.is_none_or(|v| !self.values.contains(v)),
+            Operator::In | Operator::Equals | Operator::DoubleEquals => value.is_some_and(listed),
+            Operator::NotIn | Operator::NotEquals => value.is_none_or(|v| !listed(v)),
             Operator::Exists => value.is_some(),
             Operator::DoesNotExist => value.is_none(),
             Operator::GreaterThan | Operator::LessThan => {
@@ -148,7 +149,7 @@ impl LabelSelector {
     }
 
     /// Whether the labels match.
-    pub fn matches(&self, labels: &Labels) -> bool {
+    pub fn matches<L: AttrLookup + ?Sized>(&self, labels: &L) -> bool {
         self.requirements.iter().all(|r| r.matches(labels))
     }
 

@@ -3,6 +3,7 @@
 
 pub mod fields;
 pub mod labels;
+pub mod packed;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -12,6 +13,7 @@ use serde::Deserialize;
 
 pub use fields::{FieldRequirement, FieldSelector, Fields};
 pub use labels::{LabelSelector, Labels};
+pub use packed::{AttrLookup, PackedAttrs};
 
 /// Extracts `(labels, fields)` from an object's JSON bytes (upstream `AttrFunc`).
 pub type GetAttrs = Arc<dyn Fn(&[u8]) -> Result<(Labels, Fields), String> + Send + Sync>;
@@ -105,7 +107,11 @@ impl SelectionPredicate {
     }
 
     /// Whether already-extracted attributes match.
-    pub fn matches_attrs(&self, labels: &Labels, fields: &Fields) -> bool {
+    pub fn matches_attrs<L, F>(&self, labels: &L, fields: &F) -> bool
+    where
+        L: AttrLookup + ?Sized,
+        F: AttrLookup + ?Sized,
+    {
         self.label.matches(labels) && self.field.matches(fields)
     }
 }

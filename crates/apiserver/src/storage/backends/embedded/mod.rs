@@ -99,6 +99,12 @@ impl std::fmt::Debug for EmbeddedStorage {
     }
 }
 
+/// redb's page cache (its default is 1 GiB). Reads are served by the watch cache, so redb
+/// needs little more than the upper B-tree pages a commit walks; pages it drops are read back
+/// from the operating system's file cache. With 100k configmaps the default cache held ~85 MiB
+/// that the watch cache holds again; at 8 MiB the create rate stays the same.
+const REDB_CACHE_BYTES: usize = 8 << 20;
+
 impl EmbeddedStorage {
     /// Opens (creating if needed) the store in `dir`. Only one process may own a data
     /// directory: a second one gets an error saying so, and the files are left untouched.
@@ -108,7 +114,10 @@ impl EmbeddedStorage {
             StorageError::Internal(format!("creating data directory {}: {e}", dir.display()))
         })?;
         let path = dir.join(DB_FILE);
-        let db = match Database::create(&path) {
+        let db = match Database::builder()
+            .set_cache_size(REDB_CACHE_BYTES)
+            .create(&path)
+        {
             Ok(db) => db,
             Err(DatabaseError::DatabaseAlreadyOpen) => {
                 return Err(StorageError::Internal(format!(

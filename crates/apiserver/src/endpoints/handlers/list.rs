@@ -9,6 +9,7 @@ use super::{RequestParts, ResourceScope};
 use crate::body::Response;
 use crate::endpoints::negotiation::{JSON, not_acceptable_response};
 use crate::status::ApiError;
+use crate::util::gojson;
 
 /// `GET <collection>`: 200 with the `<Kind>List` (or its Table / PartialObjectMetadataList).
 pub async fn list(scope: &ResourceScope, parts: RequestParts) -> Result<Response, ApiError> {
@@ -18,13 +19,18 @@ pub async fn list(scope: &ResourceScope, parts: RequestParts) -> Result<Response
     };
     let opts = list_options(&Query::parse(parts.query()))?;
     validate_list_options(&opts)?;
-    // Compact JSON of the object itself: storages that can write the list from the stored
-    // bytes skip decoding every item into a value and encoding it again.
+    // JSON of the object itself: storages that can write the list from the stored bytes skip
+    // decoding every item into a value and encoding it again (pretty output is indented from
+    // the compact bytes, as Go's MarshalIndent does).
     if output.transform == Transform::None
         && output.serializer.media_type == JSON.media_type
-        && !output.pretty
         && let Some(body) = scope.storage.list_json(&parts.ctx, &opts).await?
     {
+        let body = if output.pretty {
+            gojson::indent(&body)
+        } else {
+            body
+        };
         return Ok(response(StatusCode::OK, body, &output));
     }
     let list = scope.storage.list(&parts.ctx, &opts).await?;

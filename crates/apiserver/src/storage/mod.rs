@@ -189,6 +189,23 @@ pub trait Storage: Send + Sync {
         try_update: &'a mut UpdateFn<'a>,
     ) -> BoxFuture<'a, Result<Object>>;
 
+    /// [`guaranteed_update`](Self::guaranteed_update) starting from `cached`, a copy of the
+    /// object that may be stale (the watch cache's; upstream's `cachedExistingObject`): a
+    /// backend may run the update on it and let the compare-and-swap catch a stale copy,
+    /// saving a read. Whatever fails or changes nothing against the copy is decided again on
+    /// a fresh read. The default ignores the copy.
+    fn guaranteed_update_cached<'a>(
+        &'a self,
+        key: &'a str,
+        ignore_not_found: bool,
+        preconditions: Option<Preconditions>,
+        try_update: &'a mut UpdateFn<'a>,
+        cached: Option<Object>,
+    ) -> BoxFuture<'a, Result<Object>> {
+        let _ = cached;
+        self.guaranteed_update(key, ignore_not_found, preconditions, try_update)
+    }
+
     /// Deletes `key` after checking preconditions and `validate`; returns the deleted object
     /// with the deletion's revision as its resourceVersion.
     fn delete<'a>(

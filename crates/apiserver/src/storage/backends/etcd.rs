@@ -222,22 +222,33 @@ impl EtcdStorage {
         Ok((found, rev))
     }
 
-    /// Puts if the key's mod revision is `expect` (0 = absent); `Ok(None)` when the compare
-    /// failed, else the new revision.
-    async fn cas_put(&self, key: &str, value: &Bytes, expect: u64) -> Result<Option<u64>> {
+    /// Puts if the key's mod revision is `expect` (0 = absent). When the compare fails, the
+    /// same transaction reads the key, so a retry needs no second round trip (as upstream's
+    /// etcd3 store does).
+    async fn cas_put(&self, key: &str, value: &Bytes, expect: u64) -> Result<Cas> {
         let txn = Txn::new()
             .when([Compare::mod_revision(
                 key,
                 CompareOp::Equal,
                 i64::try_from(expect).unwrap_or(i64::MAX),
             )])
-            .and_then([TxnOp::put(key, value.to_vec(), None)]);
+            .and_then([TxnOp::put(key, value.to_vec(), None)])
+            .or_else([TxnOp::get(key, None)]);
         let mut kv = self.kv();
         let resp = self.call(key, kv.txn(txn)).await?;
         if !resp.succeeded() {
-            return Ok(None);
+            let current = resp.op_responses().into_iter().find_map(|op| match op {
+                TxnOpResponse::Get(get) => get.kvs().first().map(|kv| {
+                    (
+                        Bytes::copy_from_slice(kv.value()),
+                        rev_u64(kv.mod_revision()),
+                    )
+                }),
+                _ => None,
+            });
+            return Ok(Cas::Conflict(current));
         }
-        Ok(Some(rev_u64(
+        Ok(Cas::Done(rev_u64(
             resp.header().map(|h| h.revision()).unwrap_or(0),
         )))
     }
@@ -582,6 +593,58 @@ impl EtcdWatch {
     }
 }
 
+/// The outcome of a compare-and-put.
+enum Cas {
+    /// Written at this revision.
+    Done(u64),
+    /// The compare failed; the key's current value and mod revision (`None`: absent).
+    Conflict(Option<(Bytes, u64)>),
+}
+
+/// What one attempt of a guaranteed update decided.
+enum Step {
+    /// The update changes nothing: this is the object.
+    Unchanged(Object),
+    /// These bytes (without resourceVersion) are to be written.
+    Write(Bytes),
+}
+
+impl EtcdStorage {
+    /// Runs the preconditions and `try_update` against `current` (stored bytes and mod
+    /// revision, `None` when absent).
+    fn try_once(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        preconditions: Option<&Preconditions>,
+        try_update: &mut UpdateFn<'_>,
+        current: Option<&(Bytes, u64)>,
+    ) -> Result<Step> {
+        let cur_obj = match current {
+            Some((v, rev)) => Some(to_object(key, v, *rev)?),
+            None if ignore_not_found => None,
+            None => {
+                return Err(StorageError::KeyNotFound {
+                    key: key.into(),
+                    resource_version: 0,
+                });
+            }
+        };
+        if let (Some(p), Some(obj)) = (preconditions, &cur_obj) {
+            p.check(key, obj)?;
+        }
+        let new = try_update(cur_obj.as_ref())?;
+        let stored = versioner::strip_resource_version(&new)?;
+        if let (Some((old, _)), Some(obj)) = (current, cur_obj)
+            && *old == stored
+        {
+            return Ok(Step::Unchanged(obj));
+        }
+        check_size(key, &stored)?;
+        Ok(Step::Write(stored))
+    }
+}
+
 impl Storage for EtcdStorage {
     fn create<'a>(&'a self, key: &'a str, obj: Bytes) -> BoxFuture<'a, Result<Object>> {
         Box::pin(async move {
@@ -593,8 +656,8 @@ impl Storage for EtcdStorage {
             let stored = versioner::strip_resource_version(&obj)?;
             check_size(key, &stored)?;
             match self.cas_put(key, &stored, 0).await? {
-                Some(rev) => to_object(key, &stored, rev),
-                None => Err(StorageError::KeyExists {
+                Cas::Done(rev) => to_object(key, &stored, rev),
+                Cas::Conflict(_) => Err(StorageError::KeyExists {
                     key: key.into(),
                     resource_version: 0,
                 }),
@@ -645,34 +708,54 @@ impl Storage for EtcdStorage {
         preconditions: Option<Preconditions>,
         try_update: &'a mut UpdateFn<'a>,
     ) -> BoxFuture<'a, Result<Object>> {
+        self.guaranteed_update_cached(key, ignore_not_found, preconditions, try_update, None)
+    }
+
+    fn guaranteed_update_cached<'a>(
+        &'a self,
+        key: &'a str,
+        ignore_not_found: bool,
+        preconditions: Option<Preconditions>,
+        try_update: &'a mut UpdateFn<'a>,
+        cached: Option<Object>,
+    ) -> BoxFuture<'a, Result<Object>> {
         Box::pin(async move {
+            // The state the update starts from, and whether it was read from etcd (a cached
+            // copy may be stale: anything that fails on it is retried on a fresh read).
+            let (mut current, mut is_current) = match cached {
+                Some(obj) => {
+                    let stored = versioner::strip_resource_version(&obj.value)?;
+                    (Some((stored, obj.resource_version)), false)
+                }
+                None => (self.get_raw(key).await?.0, true),
+            };
             loop {
-                let (current, _) = self.get_raw(key).await?;
-                let cur_obj = match &current {
-                    Some((v, rev)) => Some(to_object(key, v, *rev)?),
-                    None if ignore_not_found => None,
-                    None => {
-                        return Err(StorageError::KeyNotFound {
-                            key: key.into(),
-                            resource_version: 0,
-                        });
+                let attempt = self.try_once(
+                    key,
+                    ignore_not_found,
+                    preconditions.as_ref(),
+                    try_update,
+                    current.as_ref(),
+                );
+                match attempt {
+                    Ok(Step::Unchanged(obj)) if is_current => return Ok(obj),
+                    Ok(Step::Write(stored)) => {
+                        let expect = current.as_ref().map(|(_, r)| *r).unwrap_or(0);
+                        match self.cas_put(key, &stored, expect).await? {
+                            Cas::Done(rev) => return to_object(key, &stored, rev),
+                            Cas::Conflict(now) => {
+                                current = now;
+                                is_current = true;
+                                continue;
+                            }
+                        }
                     }
-                };
-                if let (Some(p), Some(obj)) = (&preconditions, &cur_obj) {
-                    p.check(key, obj)?;
+                    Err(e) if is_current => return Err(e),
+                    // Unchanged or failing against a cached copy: decide on a fresh read.
+                    Ok(Step::Unchanged(_)) | Err(_) => {}
                 }
-                let new = try_update(cur_obj.as_ref())?;
-                let stored = versioner::strip_resource_version(&new)?;
-                if let (Some((old, _)), Some(obj)) = (&current, &cur_obj)
-                    && *old == stored
-                {
-                    return Ok(obj.clone());
-                }
-                check_size(key, &stored)?;
-                let expect = current.as_ref().map(|(_, r)| *r).unwrap_or(0);
-                if let Some(rev) = self.cas_put(key, &stored, expect).await? {
-                    return to_object(key, &stored, rev);
-                }
+                current = self.get_raw(key).await?.0;
+                is_current = true;
             }
         })
     }

@@ -408,9 +408,21 @@ impl Storage for Cacher {
         preconditions: Option<Preconditions>,
         try_update: &'a mut UpdateFn<'a>,
     ) -> BoxFuture<'a, Result<Object>> {
-        self.inner
-            .storage
-            .guaranteed_update(key, ignore_not_found, preconditions, try_update)
+        // The cached copy saves the backend a read when it is current (upstream's cacher
+        // passes its object to the etcd3 store the same way).
+        let cached = self.covers(key).then(|| {
+            let st = read(&self.inner.state);
+            st.ready
+                .then(|| st.store.get(key).map(|o| o.0.object.clone()))
+                .flatten()
+        });
+        self.inner.storage.guaranteed_update_cached(
+            key,
+            ignore_not_found,
+            preconditions,
+            try_update,
+            cached.flatten(),
+        )
     }
 
     fn delete<'a>(

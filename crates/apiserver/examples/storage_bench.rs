@@ -17,7 +17,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use apiserver::storage::backends::EmbeddedStorage;
 use apiserver::storage::cacher::{Cacher, CacherConfig};
-use apiserver::storage::{GetOptions, ListOptions, Object, Storage, WatchEvent};
+use apiserver::storage::{
+    GetOptions, ListOptions, Object, ResourceVersionMatch, Storage, WatchEvent,
+};
 use bytes::Bytes;
 
 fn obj(name: &str, extra: &str) -> Bytes {
@@ -81,19 +83,30 @@ fn raw_redb(ops: usize, concurrency: usize) -> f64 {
 }
 
 /// Creates `ops` objects with `concurrency` writers, then updates each once (each writer its
-/// own keys, so updates never conflict); returns (creates/s, updates/s).
-async fn writes(s: Arc<dyn Storage>, bucket: &str, ops: usize, concurrency: usize) -> (f64, f64) {
+/// own keys, so updates never conflict); returns (creates/s, updates/s). With `cache` (a watch
+/// cache over `s`), updates go through it, as the server's do, once it has seen every create.
+async fn writes(
+    s: Arc<dyn Storage>,
+    cache: Option<Arc<Cacher>>,
+    bucket: &str,
+    ops: usize,
+    concurrency: usize,
+) -> (f64, f64) {
+    let last_rev = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
     let mut tasks = Vec::new();
     for t in 0..concurrency {
         let s = s.clone();
         let bucket = bucket.to_string();
+        let last_rev = last_rev.clone();
         tasks.push(tokio::spawn(async move {
             for i in (t..ops).step_by(concurrency) {
                 let name = format!("o{i}");
-                s.create(&format!("/registry/{bucket}/bench/{name}"), obj(&name, "0"))
+                let created = s
+                    .create(&format!("/registry/{bucket}/bench/{name}"), obj(&name, "0"))
                     .await
                     .unwrap();
+                last_rev.fetch_max(created.resource_version, Ordering::Relaxed);
             }
         }));
     }
@@ -101,6 +114,25 @@ async fn writes(s: Arc<dyn Storage>, bucket: &str, ops: usize, concurrency: usiz
         t.await.unwrap();
     }
     let create = rate(ops, start.elapsed());
+    let s = match cache {
+        Some(cache) => {
+            // Until the cache has every object (a list not older than the last create).
+            cache
+                .list(
+                    &format!("/registry/{bucket}/"),
+                    ListOptions {
+                        resource_version: last_rev.load(Ordering::Relaxed).to_string(),
+                        resource_version_match: ResourceVersionMatch::NotOlderThan,
+                        recursive: true,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap();
+            cache as Arc<dyn Storage>
+        }
+        None => s,
+    };
     let start = Instant::now();
     let mut tasks = Vec::new();
     for t in 0..concurrency {
@@ -397,6 +429,50 @@ mod etcd_bench {
         }
         rate(ops, start.elapsed())
     }
+
+    /// What an update costs etcd at least: one compare-and-put on the key's known mod
+    /// revision (the keys are created first, untimed).
+    pub async fn raw_txn_update(url: &str, ops: usize, concurrency: usize) -> f64 {
+        use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+        static RUN: AtomicU64 = AtomicU64::new(0);
+        let run = RUN.fetch_add(1, Ordering::Relaxed);
+        let c = etcd_client::Client::connect([url], None).await.unwrap();
+        let mut kv = c.kv_client();
+        let mut revs = Vec::with_capacity(ops);
+        for i in 0..ops {
+            let resp = kv
+                .put(format!("/rawupd{run}/o{i}"), obj("x", "0").to_vec(), None)
+                .await
+                .unwrap();
+            revs.push(resp.header().map(|h| h.revision()).unwrap_or(0));
+        }
+        let revs = Arc::new(revs);
+        let value = obj("x", "1");
+        let start = Instant::now();
+        let mut tasks = Vec::new();
+        for t in 0..concurrency {
+            let mut kv = c.kv_client();
+            let value = value.clone();
+            let revs = revs.clone();
+            tasks.push(tokio::spawn(async move {
+                for i in (t..ops).step_by(concurrency) {
+                    let key = format!("/rawupd{run}/o{i}");
+                    let txn = Txn::new()
+                        .when([Compare::mod_revision(
+                            key.clone(),
+                            CompareOp::Equal,
+                            revs[i],
+                        )])
+                        .and_then([TxnOp::put(key, value.to_vec(), None)]);
+                    assert!(kv.txn(txn).await.unwrap().succeeded());
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        rate(ops, start.elapsed())
+    }
 }
 
 #[tokio::main]
@@ -431,18 +507,27 @@ async fn main() {
         let n = ops.max(4 * c);
         // Each store in turn, `repeat` rounds, the median of each column: the disk's fsync
         // latency on a shared machine drifts from second to second.
-        let mut samples: Vec<[f64; 7]> = Vec::new();
+        let mut samples: Vec<[f64; 8]> = Vec::new();
         for round in 0..repeat {
             let raw = raw_redb(n, c);
             let dir = tempfile::tempdir().unwrap();
             let emb: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
-            let (ec, eu) = writes(emb.clone(), "cm", n, c).await;
+            let (ec, eu) = writes(emb.clone(), None, "cm", n, c).await;
             if c == 1 && round == 0 {
                 reads("embedded", emb.as_ref(), "cm", n).await;
             }
             drop(emb);
             #[allow(unused_mut)]
-            let mut sample = [raw, ec, eu, f64::NAN, f64::NAN, f64::NAN, f64::NAN];
+            let mut sample = [
+                raw,
+                ec,
+                eu,
+                f64::NAN,
+                f64::NAN,
+                f64::NAN,
+                f64::NAN,
+                f64::NAN,
+            ];
             #[cfg(feature = "etcd")]
             if let Some(etcd) = &etcd {
                 use apiserver::storage::backends::{EtcdConfig, EtcdStorage};
@@ -457,11 +542,16 @@ async fn main() {
                     .unwrap(),
                 );
                 let bucket = format!("cm{c}r{round}");
-                let (xc, xu) = writes(s.clone(), &bucket, n, c).await;
+                let cache = Arc::new(Cacher::new(
+                    s.clone(),
+                    CacherConfig::new(&format!("/registry/{bucket}/")),
+                ));
+                let (xc, xu) = writes(s.clone(), Some(cache), &bucket, n, c).await;
                 if c == 1 && round == 0 {
                     reads("etcd backend", s.as_ref(), &bucket, n).await;
                 }
-                sample[3..].copy_from_slice(&[raw_etcd, xc, xu, raw_txn]);
+                let raw_update = etcd_bench::raw_txn_update(&etcd.url, n, c).await;
+                sample[3..].copy_from_slice(&[raw_etcd, xc, xu, raw_txn, raw_update]);
             }
             samples.push(sample);
         }
@@ -470,7 +560,8 @@ async fn main() {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        let etcd_row = (!median(3).is_nan()).then(|| (median(3), median(4), median(5), median(6)));
+        let etcd_row =
+            (!median(3).is_nan()).then(|| (median(3), median(4), median(5), median(6), median(7)));
         table.push((c, median(0), median(1), median(2), etcd_row));
     }
     let counts = args
@@ -486,19 +577,20 @@ async fn main() {
     println!("Writes: median of {repeat} rounds, max(--ops, 4 x writers) objects per round.");
     println!();
     println!(
-        "| writers | raw redb insert/s | embedded create/s | embedded update/s | embedded create vs raw redb | raw etcd-client put/s | raw etcd-client txn create/s | etcd backend create/s | etcd backend update/s | etcd backend create vs raw put | etcd backend create vs raw txn | embedded vs etcd backend (create) | embedded vs etcd backend (update) |"
+        "| writers | raw redb insert/s | embedded create/s | embedded update/s | embedded create vs raw redb | raw etcd-client put/s | raw etcd-client txn create/s | raw etcd-client txn update/s | etcd backend create/s | etcd backend update/s | etcd backend create vs raw put | etcd backend create vs raw txn | etcd backend update vs raw txn | embedded vs etcd backend (create) | embedded vs etcd backend (update) |"
     );
-    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (c, raw, ec, eu, etcd_row) in &table {
         let etcd_cols = match etcd_row {
-            Some((re, xc, xu, rt)) => format!(
-                "{re:.0} | {rt:.0} | {xc:.0} | {xu:.0} | {:.0}% | {:.0}% | {:.1}x | {:.1}x",
+            Some((re, xc, xu, rt, ru)) => format!(
+                "{re:.0} | {rt:.0} | {ru:.0} | {xc:.0} | {xu:.0} | {:.0}% | {:.0}% | {:.0}% | {:.1}x | {:.1}x",
                 xc / re * 100.0,
                 xc / rt * 100.0,
+                xu / ru * 100.0,
                 ec / xc,
                 eu / xu
             ),
-            None => "- | - | - | - | - | - | - | -".into(),
+            None => "- | - | - | - | - | - | - | - | - | -".into(),
         };
         println!(
             "| {c} | {raw:.0} | {ec:.0} | {eu:.0} | {:.0}% | {etcd_cols} |",

@@ -36,6 +36,7 @@ use crate::status::{ApiError, StatusDetails, reason};
 use crate::storage::{
     self, Object, Operation, ResourceVersionMatch, Storage, StorageError, WatchEvent,
 };
+use crate::util::value::object;
 
 /// Attempts at creating an object with a generated name before giving up (upstream
 /// `maxNameGenerationCreateAttempts`).
@@ -772,12 +773,12 @@ impl Store {
             .iter()
             .map(|o| self.decode(o))
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(json!({
-            "kind": self.res().list_kind,
-            "apiVersion": self.res().api_version(),
-            "metadata": Self::list_meta(&page),
-            "items": items,
-        }))
+        Ok(object([
+            ("kind", Value::String(self.res().list_kind.clone())),
+            ("apiVersion", Value::String(self.res().api_version())),
+            ("metadata", Value::Object(Self::list_meta(&page))),
+            ("items", Value::Array(items)),
+        ]))
     }
 
     async fn list_json_inner(

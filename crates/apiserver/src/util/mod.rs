@@ -2,3 +2,4 @@
 
 pub mod duration;
 pub mod gojson;
+pub mod value;

@@ -2,10 +2,11 @@
 //! objects, built from the resource's [`Strategy`] (upstream `handlers/response.go` with the
 //! resource's `TableConvertor`).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::options::IncludeObject;
 use crate::registry::Strategy;
+use crate::util::value::object;
 
 /// The annotation of the bookmark that ends the initial events of a watch-list.
 pub const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
@@ -17,11 +18,16 @@ fn meta_api_version(version: &str) -> String {
 
 /// `PartialObjectMetadata` of `obj` in `meta.k8s.io/<version>`.
 pub fn partial_object_metadata(obj: &Value, version: &str) -> Value {
-    json!({
-        "kind": "PartialObjectMetadata",
-        "apiVersion": meta_api_version(version),
-        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
-    })
+    object([
+        ("kind", Value::String("PartialObjectMetadata".into())),
+        ("apiVersion", Value::String(meta_api_version(version))),
+        (
+            "metadata",
+            obj.get("metadata")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+        ),
+    ])
 }
 
 /// `PartialObjectMetadataList` of the list `list` in `meta.k8s.io/<version>`.
@@ -36,12 +42,17 @@ pub fn partial_object_metadata_list(list: &Value, version: &str) -> Value {
                 .collect()
         })
         .unwrap_or_default();
-    json!({
-        "kind": "PartialObjectMetadataList",
-        "apiVersion": meta_api_version(version),
-        "metadata": list.get("metadata").cloned().unwrap_or_else(|| json!({})),
-        "items": items,
-    })
+    object([
+        ("kind", Value::String("PartialObjectMetadataList".into())),
+        ("apiVersion", Value::String(meta_api_version(version))),
+        (
+            "metadata",
+            list.get("metadata")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+        ),
+        ("items", Value::Array(items)),
+    ])
 }
 
 /// Whether `obj` is the bookmark that ends a watch-list's initial events.
@@ -116,18 +127,19 @@ pub fn build_table(
     } else {
         Value::Null
     };
-    json!({
-        "kind": "Table",
-        "apiVersion": meta_api_version(version),
-        "metadata": table_metadata(obj, is_list),
-        "columnDefinitions": columns,
-        "rows": rows,
-    })
+    object([
+        ("kind", Value::String("Table".into())),
+        ("apiVersion", Value::String(meta_api_version(version))),
+        ("metadata", table_metadata(obj, is_list)),
+        ("columnDefinitions", columns),
+        ("rows", Value::Array(rows)),
+    ])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use crate::registry::ResourceInfo;
 
     struct Plain(ResourceInfo);

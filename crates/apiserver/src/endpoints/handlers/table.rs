@@ -139,8 +139,8 @@ pub fn build_table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use crate::registry::ResourceInfo;
+    use serde_json::json;
 
     struct Plain(ResourceInfo);
     impl Strategy for Plain {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use apiserver::registry::ResourceInfo;
 use apiserver::registry::rest::{
-    BoxFuture, CreateOptions, DeleteOptions, GetOptions, ListOptions, ObjectWatch, RequestContext,
-    RestStorage, UpdateFunc, UpdateOptions, WrappingStorage,
+    BoxFuture, CreateOptions, DeleteOptions, GetOptions, ListOptions, RequestContext, RestStorage,
+    UpdateFunc, UpdateOptions, WrappingStorage,
 };
 use apiserver::registry::store::Store;
 use apiserver::registry::store::meta::now_rfc3339;
@@ -353,41 +353,9 @@ impl LifecycleStorage {
     }
 }
 
-impl RestStorage for LifecycleStorage {
-    fn info(&self) -> &ResourceInfo {
-        self.inner.info()
-    }
-    fn verbs(&self) -> Vec<&'static str> {
-        self.inner.verbs()
-    }
-    fn get<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        name: &'a str,
-        opts: &'a GetOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.inner.get(ctx, name, opts)
-    }
-    fn list<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.inner.list(ctx, opts)
-    }
-    fn list_json<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, ApiError>> {
-        self.inner.list_json(ctx, opts)
-    }
-    fn watch<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        opts: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<ObjectWatch, ApiError>> {
-        self.inner.watch(ctx, opts)
+impl WrappingStorage for LifecycleStorage {
+    fn inner(&self) -> &dyn RestStorage {
+        self.inner.as_ref()
     }
     fn create<'a>(
         &'a self,
@@ -406,25 +374,6 @@ impl RestStorage for LifecycleStorage {
         force_allow_create: bool,
     ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
         Box::pin(self.update_inner(ctx, name, update, opts, force_allow_create))
-    }
-    fn delete<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        name: &'a str,
-        opts: &'a DeleteOptions,
-    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
-        self.inner.delete(ctx, name, opts)
-    }
-    fn delete_collection<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        delete: &'a DeleteOptions,
-        list: &'a ListOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        self.inner.delete_collection(ctx, delete, list)
-    }
-    fn strategy(&self) -> Option<&dyn apiserver::registry::Strategy> {
-        self.inner.strategy()
     }
 }
 
@@ -534,7 +483,7 @@ mod tests {
         _dir: tempfile::TempDir,
         stores: Stores,
         namespaces: Store,
-        configmaps: LifecycleStorage,
+        configmaps: Arc<dyn RestStorage>,
     }
 
     fn fixture() -> Fixture {
@@ -555,7 +504,7 @@ mod tests {
             _dir: dir,
             stores,
             namespaces: ns,
-            configmaps: LifecycleStorage::new(Arc::new(cm), cell),
+            configmaps: Arc::new(LifecycleStorage::new(Arc::new(cm), cell)),
         }
     }
 

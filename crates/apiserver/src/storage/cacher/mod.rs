@@ -410,18 +410,21 @@ impl Storage for Cacher {
     ) -> BoxFuture<'a, Result<Object>> {
         // The cached copy saves the backend a read when it is current (upstream's cacher
         // passes its object to the etcd3 store the same way).
-        let cached = self.covers(key).then(|| {
+        let cached = if self.covers(key) {
             let st = read(&self.inner.state);
-            st.ready
-                .then(|| st.store.get(key).map(|o| o.0.object.clone()))
-                .flatten()
-        });
+            st.store
+                .get(key)
+                .filter(|_| st.ready)
+                .map(|o| o.0.object.clone())
+        } else {
+            None
+        };
         self.inner.storage.guaranteed_update_cached(
             key,
             ignore_not_found,
             preconditions,
             try_update,
-            cached.flatten(),
+            cached,
         )
     }
 

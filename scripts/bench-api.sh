@@ -42,30 +42,8 @@ cargo build --release --quiet -p kube-apiserver --example api_bench
 bin="$root/target/release/kube-apiserver"
 api_bench="$root/target/release/examples/api_bench"
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Waits until file $1 has a line matching $2 (10 s), prints the line.
-wait_line() {
-    for _ in $(seq 1000); do
-        if line=$(grep -m1 -- "$2" "$1" 2>/dev/null); then
-            echo "$line"
-            return 0
-        fi
-        sleep 0.01
-    done
-    echo "bench-api.sh: no '$2' in $1:" >&2
-    cat "$1" >&2
-    return 1
-}
+# shellcheck source=scripts/bench-common.sh
+source "$root/scripts/bench-common.sh"
 
 echo 'bench-token,bench,1000,"system:masters"' >"$work/tokens.csv"
 TOKEN=bench-token

@@ -33,30 +33,8 @@ cargo build --release --quiet -p apiserver --example bare_tls_server
 bin="$root/target/release/kube-apiserver"
 bare="$root/target/release/examples/bare_tls_server"
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-    for pid in "${pids[@]}"; do
-        kill "$pid" 2>/dev/null || true
-        wait "$pid" 2>/dev/null || true
-    done
-    rm -rf "$work"
-}
-trap cleanup EXIT
-
-# Waits until file $1 has a line matching $2 (10 s), prints the line.
-wait_line() {
-    for _ in $(seq 1000); do
-        if line=$(grep -m1 -- "$2" "$1" 2>/dev/null); then
-            echo "$line"
-            return 0
-        fi
-        sleep 0.01
-    done
-    echo "bench.sh: no '$2' in $1:" >&2
-    cat "$1" >&2
-    return 1
-}
+# shellcheck source=scripts/bench-common.sh
+source "$root/scripts/bench-common.sh"
 
 # --- servers under load ---------------------------------------------------------------------
 # The load authenticates with a bearer token: anonymous HTTP/2 requests get a GOAWAY after

@@ -374,8 +374,8 @@ impl DynamicCertificates {
         }
     }
 
-    /// The directories holding the watched files.
-    fn directories(&self) -> BTreeSet<PathBuf> {
+    /// The watched files.
+    fn files(&self) -> Vec<&Path> {
         let mut files: Vec<&Path> = Vec::new();
         if let Some(f) = &self.serving_files {
             files.extend([f.cert.as_path(), f.key.as_path()]);
@@ -387,17 +387,11 @@ impl DynamicCertificates {
             files.push(ca.path());
         }
         files
-            .into_iter()
-            .map(|f| match f.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-                _ => PathBuf::from("."),
-            })
-            .collect()
     }
 
-    /// Watches the files' directories and re-reads on every event and every `interval`, until
+    /// Watches the files' directories and re-reads on every change and every `interval`, until
     /// `stop` fires. Directories (not files) are watched so that Kubernetes' `..data` symlink
-    /// swaps and editors' rename-into-place are seen.
+    /// swaps and editors' rename-into-place are seen; see [`watched_directories`].
     pub(crate) fn spawn_reloader(self: &Arc<Self>, interval: Duration, stop: CancellationToken) {
         let this = self.clone();
         tokio::spawn(async move { this.reload_loop(interval, stop).await });
@@ -405,7 +399,7 @@ impl DynamicCertificates {
 
     async fn reload_loop(self: Arc<Self>, interval: Duration, stop: CancellationToken) {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<notify::Result<notify::Event>>();
-        let mut watcher = match notify::recommended_watcher(move |event| {
+        let watcher = match notify::recommended_watcher(move |event| {
             let _ = tx.send(event);
         }) {
             Ok(w) => Some(w),
@@ -416,21 +410,8 @@ impl DynamicCertificates {
                 None
             }
         };
-        let dirs = self.directories();
-        let mut unwatched: BTreeSet<PathBuf> = dirs.clone();
-        let watch_missing = |watcher: &mut Option<notify::RecommendedWatcher>,
-                             unwatched: &mut BTreeSet<PathBuf>| {
-            if let Some(w) = watcher.as_mut() {
-                unwatched.retain(|dir| match w.watch(dir, RecursiveMode::NonRecursive) {
-                    Ok(()) => false,
-                    Err(e) => {
-                        tracing::warn!("cannot watch {}: {e}", dir.display());
-                        true
-                    }
-                });
-            }
-        };
-        watch_missing(&mut watcher, &mut unwatched);
+        let mut watches = DirectoryWatches::new(watcher);
+        watches.refresh(&self.files());
         let period = interval.max(Duration::from_millis(10));
         let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -438,22 +419,16 @@ impl DynamicCertificates {
             tokio::select! {
                 _ = stop.cancelled() => break,
                 event = rx.recv() => {
+                    // Events come in bursts: take them all, then re-read once if any of them
+                    // was a change (reading the files, ours included, is not).
+                    let mut changed = false;
                     let mut next = event;
-                    // Events come in bursts: take them all, then re-read once.
                     loop {
                         match next {
                             Some(Ok(event)) => {
-                                if matches!(event.kind, EventKind::Remove(_) | EventKind::Modify(notify::event::ModifyKind::Name(_))) {
-                                    for path in &event.paths {
-                                        if dirs.contains(path) {
-                                            // The directory itself went away or moved: its
-                                            // watch is dead; re-establish it.
-                                            if let Some(w) = watcher.as_mut() {
-                                                let _ = w.unwatch(path);
-                                            }
-                                            unwatched.insert(path.clone());
-                                        }
-                                    }
+                                if is_change(&event.kind) {
+                                    changed = true;
+                                    watches.forget_removed(&event);
                                 }
                             }
                             Some(Err(e)) => tracing::debug!("certificate watch error: {e}"),
@@ -464,13 +439,110 @@ impl DynamicCertificates {
                             Err(_) => break,
                         }
                     }
-                    watch_missing(&mut watcher, &mut unwatched);
-                    self.reload_in_background().await;
+                    if changed {
+                        watches.refresh(&self.files());
+                        self.reload_in_background().await;
+                    }
                 }
                 _ = tick.tick() => {
-                    watch_missing(&mut watcher, &mut unwatched);
+                    watches.refresh(&self.files());
                     self.reload_in_background().await;
                 }
+            }
+        }
+    }
+}
+
+/// Whether a file-system event can change what the files hold: writes, creations, renames,
+/// removals and attribute changes. Opening and reading (which every reload does, and would
+/// otherwise trigger the next one) are not.
+pub(super) fn is_change(kind: &EventKind) -> bool {
+    use notify::event::{AccessKind, AccessMode};
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
+        EventKind::Access(_) => false,
+        _ => true,
+    }
+}
+
+/// The directories to watch for `files`: each file's own directory, and the directory holding
+/// every symbolic link on the way to it — a file reached through a swapped `..data` link (or a
+/// linked directory) changes when that link is replaced, which only its parent directory sees.
+fn watched_directories(files: &[&Path]) -> BTreeSet<PathBuf> {
+    let parent_of = |p: &Path| match p.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut dirs = BTreeSet::new();
+    for file in files {
+        dirs.insert(parent_of(file));
+        let mut prefix = PathBuf::new();
+        for component in file.components() {
+            prefix.push(component);
+            if std::fs::symlink_metadata(&prefix).is_ok_and(|m| m.file_type().is_symlink()) {
+                dirs.insert(parent_of(&prefix));
+            }
+        }
+    }
+    dirs
+}
+
+/// The inotify watches of the certificate directories, each with the directory it resolved to
+/// when it was set: a watch follows the directory it was set on, so one whose path now
+/// resolves elsewhere (a swapped link) is set again.
+struct DirectoryWatches {
+    watcher: Option<notify::RecommendedWatcher>,
+    watched: std::collections::BTreeMap<PathBuf, Option<PathBuf>>,
+}
+
+impl DirectoryWatches {
+    fn new(watcher: Option<notify::RecommendedWatcher>) -> Self {
+        DirectoryWatches {
+            watcher,
+            watched: Default::default(),
+        }
+    }
+
+    /// Watches every directory `files` need that is not watched, or not where its path now
+    /// leads.
+    fn refresh(&mut self, files: &[&Path]) {
+        let Some(watcher) = self.watcher.as_mut() else {
+            return;
+        };
+        for dir in watched_directories(files) {
+            let resolved = std::fs::canonicalize(&dir).ok();
+            match self.watched.get(&dir) {
+                Some(current) if *current == resolved => continue,
+                Some(_) => {
+                    let _ = watcher.unwatch(&dir);
+                    self.watched.remove(&dir);
+                }
+                None => {}
+            }
+            match watcher.watch(&dir, RecursiveMode::NonRecursive) {
+                Ok(()) => {
+                    self.watched.insert(dir, resolved);
+                }
+                Err(e) => tracing::warn!("cannot watch {}: {e}", dir.display()),
+            }
+        }
+    }
+
+    /// A watched directory that went away or moved has a dead watch: drop it, so that the
+    /// next refresh sets it again.
+    fn forget_removed(&mut self, event: &notify::Event) {
+        use notify::event::ModifyKind;
+        if !matches!(
+            event.kind,
+            EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(_))
+        ) {
+            return;
+        }
+        for path in &event.paths {
+            if self.watched.remove(path).is_some()
+                && let Some(w) = self.watcher.as_mut()
+            {
+                let _ = w.unwatch(path);
             }
         }
     }

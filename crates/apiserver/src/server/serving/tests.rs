@@ -747,6 +747,73 @@ async fn serving_cert_reloads_on_kubernetes_data_symlink_swap() {
     stop.cancel();
 }
 
+/// The files named through the `..data` link itself (`<dir>/..data/tls.crt`): the swap happens
+/// in `<dir>`, which is watched because a link on the way to the files lives there. The old
+/// version directory stays, so only the swap can tell the server.
+#[cfg(unix)]
+#[tokio::test]
+async fn serving_cert_named_through_data_link_reloads_within_seconds_of_the_swap() {
+    use std::os::unix::fs::symlink;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ca = TestCa::new("test-ca");
+    let write_version = |version: &str, cn: &str| {
+        let vdir = root.join(version);
+        std::fs::create_dir(&vdir).unwrap();
+        let (cert, key) = ca.issue(cn, &["localhost"], false);
+        std::fs::write(vdir.join("tls.crt"), cert).unwrap();
+        std::fs::write(vdir.join("tls.key"), key).unwrap();
+    };
+    write_version("..2026_v1", "v1");
+    symlink("..2026_v1", root.join("..data")).unwrap();
+    let files = CertKeyFiles {
+        cert: root.join("..data").join("tls.crt"),
+        key: root.join("..data").join("tls.key"),
+    };
+    let mut info = SecureServingInfo::new(bound(), files);
+    info.cert_refresh_interval = Duration::from_secs(3600);
+    let (handle, stop, _) = start(info).await;
+    let addr = handle.local_addr();
+    let opts = ClientOpts::default();
+    assert_eq!(
+        served_cn(&tls_connect(addr, "localhost", &opts).await.unwrap()),
+        "v1"
+    );
+    for (version, cn) in [("..2026_v2", "v2"), ("..2026_v3", "v3")] {
+        write_version(version, cn);
+        symlink(version, root.join("..data_tmp")).unwrap();
+        std::fs::rename(root.join("..data_tmp"), root.join("..data")).unwrap();
+        let swapped = std::time::Instant::now();
+        eventually("the swapped certificate", || async {
+            served_cn(&tls_connect(addr, "localhost", &opts).await.unwrap()) == cn
+        })
+        .await;
+        assert!(swapped.elapsed() < Duration::from_secs(5));
+    }
+    stop.cancel();
+}
+
+#[test]
+fn reading_files_is_not_a_change_but_writing_renaming_and_removing_are() {
+    use notify::EventKind;
+    use notify::event::{AccessKind, AccessMode, CreateKind, ModifyKind, RemoveKind, RenameMode};
+    let is_change = super::dynamic_certs::is_change;
+    assert!(!is_change(&EventKind::Access(AccessKind::Open(
+        AccessMode::Any
+    ))));
+    assert!(!is_change(&EventKind::Access(AccessKind::Close(
+        AccessMode::Read
+    ))));
+    assert!(is_change(&EventKind::Access(AccessKind::Close(
+        AccessMode::Write
+    ))));
+    assert!(is_change(&EventKind::Create(CreateKind::File)));
+    assert!(is_change(&EventKind::Modify(ModifyKind::Name(
+        RenameMode::To
+    ))));
+    assert!(is_change(&EventKind::Remove(RemoveKind::Folder)));
+}
+
 #[tokio::test]
 async fn broken_files_keep_the_previous_certificate() {
     let f = fixture();

@@ -126,6 +126,20 @@ fn apply_shared_settings(config: &mut Config, opts: &Options) {
     config.min_request_timeout =
         std::time::Duration::from_secs(u64::try_from(opts.min_request_timeout).unwrap_or(0));
     config.max_request_body_bytes = usize::try_from(opts.max_request_body_bytes).unwrap_or(0);
+    // Every server of the chain installs its own `/debug/pprof` unless profiling is off.
+    config.enable_profiling = opts.profiling;
+}
+
+/// Whether anonymous requests are authenticated: upstream turns `--anonymous-auth` off when
+/// AlwaysAllow is one of the authorizers (otherwise anyone could do anything), with a warning.
+fn anonymous_allowed(anonymous_auth: bool, modes: &[AuthorizationMode]) -> bool {
+    if anonymous_auth && modes.contains(&AuthorizationMode::AlwaysAllow) {
+        tracing::warn!(
+            "AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer"
+        );
+        return false;
+    }
+    anonymous_auth
 }
 
 /// The configuration of a server the aggregator delegates to: it never listens, authenticates
@@ -308,20 +322,20 @@ pub async fn run(
             port,
         )));
     }
-    config.authenticator = build_authenticator(&AuthenticatorOptions {
-        client_ca: client_ca.map(|ca| Arc::new(ca) as _),
-        token_file: opts.token_auth_file.clone(),
-        anonymous: opts.anonymous_auth,
-        anonymous_paths: Vec::new(),
-        request_header: request_header_config(&opts)?,
-    })
-    .map_err(setup("--token-auth-file"))?;
     let modes = opts
         .authorization_mode
         .iter()
         .map(|m| m.parse::<AuthorizationMode>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(setup("--authorization-mode"))?;
+    config.authenticator = build_authenticator(&AuthenticatorOptions {
+        client_ca: client_ca.map(|ca| Arc::new(ca) as _),
+        token_file: opts.token_auth_file.clone(),
+        anonymous: anonymous_allowed(opts.anonymous_auth, &modes),
+        anonymous_paths: Vec::new(),
+        request_header: request_header_config(&opts)?,
+    })
+    .map_err(setup("--token-auth-file"))?;
     config.authorizer = Some(build_authorizer(&modes).map_err(setup("--authorization-mode"))?);
     config.auditor = Auditor::from_options(&AuditOptions {
         policy_file: opts
@@ -345,7 +359,6 @@ pub async fn run(
     config.shutdown_watch_termination_grace_period =
         opts.shutdown_watch_termination_grace_period.get();
     config.goaway_chance = opts.goaway_chance;
-    config.enable_profiling = opts.profiling;
     config.debug_socket_path = opts.debug_socket_path.clone();
     config.verbosity_setter = Some(verbosity);
     apply_shared_settings(&mut config, &opts);

@@ -116,6 +116,62 @@ async fn debug_socket_serves_pprof_index_without_credentials() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn default_flags_turn_anonymous_off_under_always_allow_with_upstreams_warning() {
+    let mut server = ApiServer::start(&[]).await;
+    server
+        .stderr
+        .wait_for("AnonymousAuth is not allowed with the AlwaysAllow authorizer. Resetting AnonymousAuth to false. You should use a different authorizer")
+        .await;
+    let anonymous = server.anonymous_client();
+    for path in ["/version", "/api/v1/secrets", "/debug/pprof/", "/healthz"] {
+        let reply = anonymous.get(Proto::H1, path).await.unwrap();
+        assert_eq!(reply.status, 401, "{path}: {}", reply.body);
+    }
+    let reply = anonymous
+        .send(
+            Proto::H1,
+            anonymous.request(http::Method::PUT, "/debug/flags/v", "9"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 401, "{}", reply.body);
+    // Naming AlwaysAllow explicitly, among others, turns it off too.
+    let mut other = ApiServer::start(&["--authorization-mode=AlwaysDeny,AlwaysAllow"]).await;
+    let reply = other
+        .anonymous_client()
+        .get(Proto::H2, "/version")
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 401, "{}", reply.body);
+    other.stop().await;
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn profiling_false_removes_pprof_and_debug_flags_from_the_secure_port() {
+    let mut on = ApiServer::start(&[]).await;
+    let admin = on.admin_client();
+    for path in ["/debug/pprof/", "/debug/pprof/profile?seconds=0"] {
+        let reply = admin.get(Proto::H1, path).await.unwrap();
+        assert_ne!(reply.status, 404, "{path}: {}", reply.body);
+    }
+    on.stop().await;
+    let mut off = ApiServer::start(&["--profiling=false"]).await;
+    let admin = off.admin_client();
+    for path in [
+        "/debug/pprof",
+        "/debug/pprof/",
+        "/debug/pprof/profile?seconds=1",
+        "/debug/pprof/heap",
+        "/debug/flags/v",
+    ] {
+        let reply = admin.get(Proto::H1, path).await.unwrap();
+        assert_eq!(reply.status, 404, "{path}: {}", reply.body);
+    }
+    off.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn systemd_notify_sends_ready_after_serving_and_stopping_after_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("notify.sock");
@@ -150,9 +206,11 @@ async fn audit_log_has_json_events_for_requests_flushed_before_exit() {
     )
     .unwrap();
     let log = dir.path().join("audit.log");
+    // AlwaysDeny keeps anonymous requests authenticated (AlwaysAllow would turn them off).
     let mut server = ApiServer::start(&[
         &format!("--audit-policy-file={}", policy.display()),
         &format!("--audit-log-path={}", log.display()),
+        "--authorization-mode=AlwaysDeny",
     ])
     .await;
     let admin = server.admin_client();
@@ -171,7 +229,7 @@ async fn audit_log_has_json_events_for_requests_flushed_before_exit() {
             .await
             .unwrap()
             .status,
-        404
+        403
     );
     server.stop().await;
 
@@ -197,7 +255,7 @@ async fn audit_log_has_json_events_for_requests_flushed_before_exit() {
     find("/version?probe=one", "RequestReceived");
     let two = find("/no-such-path?probe=two", "ResponseComplete");
     assert_eq!(two["user"]["username"], "system:anonymous");
-    assert_eq!(two["responseStatus"]["code"], 404);
+    assert_eq!(two["responseStatus"]["code"], 403);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -4,6 +4,7 @@
 //! which makes hyper reset the HTTP/2 stream or close the HTTP/1 connection.
 
 use std::any::Any;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
@@ -49,14 +50,65 @@ pub fn aborting_response() -> Response {
     http::Response::new(aborting_body())
 }
 
+thread_local! {
+    /// How many request scopes this thread is polling in (the chain can nest them).
+    static REQUEST_SCOPES: Cell<u32> = const { Cell::new(0) };
+    /// Where the last panic inside a request scope happened, for the filter's log line.
+    static LAST_LOCATION: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+static HOOK: std::sync::Once = std::sync::Once::new();
+
+/// Installs (once per process) a panic hook that keeps panics caught by [`PanicRecovery`]
+/// quiet: inside a request it only records where the panic happened, for the filter's single
+/// log line. Rust's default hook prints several lines per panic and, with `RUST_BACKTRACE`
+/// set, captures and symbolises a backtrace, which loads the debug information into memory
+/// (hundreds of MiB) — neither belongs on a request path. Panics anywhere else go to the
+/// hook that was installed before.
+pub fn install_panic_hook() {
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if REQUEST_SCOPES.with(Cell::get) > 0 {
+                let location = info
+                    .location()
+                    .map(|l| format!("{}:{}", l.file(), l.line()));
+                LAST_LOCATION.with(|last| *last.borrow_mut() = location);
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Runs `f` as part of a request: a panic inside it is recovered by the chain.
+fn in_request_scope<T>(f: impl FnOnce() -> T) -> T {
+    struct Exit;
+    impl Drop for Exit {
+        fn drop(&mut self) {
+            REQUEST_SCOPES.with(|n| n.set(n.get().saturating_sub(1)));
+        }
+    }
+    REQUEST_SCOPES.with(|n| n.set(n.get() + 1));
+    let _exit = Exit;
+    f()
+}
+
 /// Catches panics of the rest of the chain (while producing the response head and while
-/// streaming the body), logs them, and aborts the response.
-#[derive(Debug, Clone, Default)]
+/// streaming the body), logs them in one line, and aborts the response.
+#[derive(Debug, Clone)]
 pub struct PanicRecovery;
 
+impl Default for PanicRecovery {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl PanicRecovery {
-    /// The filter.
+    /// The filter; installs the quiet panic hook ([`install_panic_hook`]).
     pub fn new() -> Self {
+        install_panic_hook();
         PanicRecovery
     }
 }
@@ -66,7 +118,9 @@ impl Filter for PanicRecovery {
         let method = req.method().clone();
         let uri = req.uri().clone();
         async move {
-            match AssertUnwindSafe(next.run(req)).catch_unwind().await {
+            let mut handler = std::pin::pin!(next.run(req));
+            let scoped = std::future::poll_fn(|cx| in_request_scope(|| handler.as_mut().poll(cx)));
+            match AssertUnwindSafe(scoped).catch_unwind().await {
                 Ok(response) => {
                     let (parts, body) = response.into_parts();
                     let body = boxed(CatchUnwindBody {
@@ -95,7 +149,10 @@ fn log_panic(method: &http::Method, uri: &http::Uri, payload: &(dyn Any + Send))
         .map(|s| s.to_string())
         .or_else(|| payload.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "<non-string panic payload>".to_string());
-    tracing::error!(%method, %uri, panic = %message, "apiserver panic'd");
+    let location = LAST_LOCATION
+        .with(|last| last.borrow_mut().take())
+        .unwrap_or_else(|| "unknown location".to_string());
+    tracing::error!(%method, %uri, panic = %message, %location, "apiserver panic'd");
 }
 
 /// Turns a panic while polling the body into a logged abort.
@@ -115,7 +172,9 @@ impl HttpBody for CatchUnwindBody {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
         let inner = &mut this.inner;
-        match std::panic::catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll_frame(cx))) {
+        match std::panic::catch_unwind(AssertUnwindSafe(|| {
+            in_request_scope(|| Pin::new(inner).poll_frame(cx))
+        })) {
             Ok(polled) => polled,
             Err(payload) => {
                 log_panic(&this.method, &this.uri, payload.as_ref());

@@ -11,7 +11,7 @@ use std::time::Duration;
 use apiserver::registry::rest::{CreateOptions, RequestContext, RestStorage, UpdateOptions};
 use apiserver::registry::store::Store;
 use apiserver::server::hooks::PostStartHookFn;
-use apiserver::server::serving::kubeconfig::write_private;
+use apiserver::server::serving::kubeconfig::{write_private, write_public};
 use apiserver::server::serving::selfsigned::{new_ca, new_client_cert};
 use apiserver::status::reason;
 use serde_json::{Value, json};
@@ -36,7 +36,7 @@ fn write(path: &Path, data: &str, private: bool) -> Result<(), String> {
     let result = if private {
         write_private(path, data.as_bytes())
     } else {
-        std::fs::write(path, data)
+        write_public(path, data.as_bytes())
     };
     result.map_err(|e| format!("{}: {e}", path.display()))
 }

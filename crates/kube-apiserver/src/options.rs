@@ -117,9 +117,10 @@ pub struct Options {
     pub profiling: bool,
 
     // ----- Etcd flags -----
-    /// Directory of the embedded storage, generated certificates and the admin kubeconfig.
-    #[arg(long, default_value = "./apiserver-data", help_heading = "Etcd flags")]
-    pub data_dir: PathBuf,
+    /// Directory of the embedded storage, generated certificates and the admin kubeconfig
+    /// (default ./apiserver-data; with --etcd-servers and --cert-dir, the cert dir).
+    #[arg(long, help_heading = "Etcd flags")]
+    pub data_dir: Option<PathBuf>,
     /// etcd servers to connect to (scheme://ip:port, comma separated). Empty = embedded storage.
     #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Etcd flags")]
     pub etcd_servers: Vec<String>,
@@ -315,7 +316,22 @@ const HSTS_HELP: &str = "--strict-transport-security-directives invalid, allowed
 max-age=expireTime, includeSubDomains, preload. see https://tools.ietf.org/html/rfc6797#section-6.1 \
 for more information";
 
+/// The `--data-dir` used when none is given.
+pub const DEFAULT_DATA_DIR: &str = "./apiserver-data";
+
 impl Options {
+    /// Where the server keeps what it owns: the embedded storage, the generated PKI (unless
+    /// --cert-dir says otherwise) and the admin kubeconfig. Without --data-dir, a server on
+    /// etcd with --cert-dir keeps the kubeconfig with its certificates, so nothing is written
+    /// to the current directory.
+    pub fn data_dir(&self) -> PathBuf {
+        match (&self.data_dir, &self.cert_dir) {
+            (Some(dir), _) => dir.clone(),
+            (None, Some(cert_dir)) if !self.etcd_servers.is_empty() => cert_dir.clone(),
+            _ => PathBuf::from(DEFAULT_DATA_DIR),
+        }
+    }
+
     /// Upstream's validation rules; every problem found, in flag order.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();

@@ -25,6 +25,7 @@ use apiserver::server::serving::{
 use apiserver::server::{Config, EmptyDelegate};
 use apiserver::storage::factory::{StorageBackend, StorageOptions};
 use apiserver::storage::health::{PROBE_INTERVAL, storage_health_check};
+use apiserver::util::files::create_private_dir;
 use kube_aggregator::{AggregatorConfig, LocalApis, ProxyClientCertFiles};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
@@ -58,6 +59,9 @@ fn setup<E: std::fmt::Display>(context: &str) -> impl FnOnce(E) -> StartError + 
 struct Certificates {
     serving: CertKeyFiles,
     client_ca: Option<PathBuf>,
+    /// Whether the PKI was generated (or reused from an earlier start).
+    generated: bool,
+    /// The admin kubeconfig's CA, certificate and key, when the client CA trusts them.
     admin: Option<(PathBuf, PathBuf, PathBuf)>,
 }
 
@@ -69,28 +73,46 @@ fn certificates(opts: &Options) -> Result<Certificates, StartError> {
                 key: key.clone(),
             },
             client_ca: opts.client_ca_file.clone(),
+            generated: false,
             admin: None,
         });
     }
     let dir = opts
         .cert_dir
         .clone()
-        .unwrap_or_else(|| opts.data_dir.join("pki"));
+        .unwrap_or_else(|| opts.data_dir().join("pki"));
     let mut hosts = Vec::new();
     if !opts.bind_address.is_unspecified() {
         hosts.push(opts.bind_address.to_string());
     }
     let pki = ensure_pki(&dir, &hosts).map_err(setup("generating certificates"))?;
+    // Without an explicit client CA, the generated CA signs the admin certificate and
+    // authenticates it. An explicit one authenticates it only if it includes that CA: an
+    // admin kubeconfig that cannot authenticate is not written.
+    let admin_trusted = match &opts.client_ca_file {
+        None => true,
+        Some(file) => bundle_contains(file, &pki.ca_cert)?,
+    };
     Ok(Certificates {
         serving: CertKeyFiles {
             cert: pki.serving_cert.clone(),
             key: pki.serving_key.clone(),
         },
-        // Without an explicit client CA, the generated CA signs the admin certificate and
-        // authenticates it.
         client_ca: Some(opts.client_ca_file.clone().unwrap_or(pki.ca_cert.clone())),
-        admin: Some((pki.ca_cert, pki.admin_cert, pki.admin_key)),
+        generated: true,
+        admin: admin_trusted.then_some((pki.ca_cert, pki.admin_cert, pki.admin_key)),
     })
+}
+
+/// Whether the PEM bundle `bundle` holds the (first) certificate of `ca`.
+fn bundle_contains(bundle: &Path, ca: &Path) -> Result<bool, StartError> {
+    use rustls_pki_types::CertificateDer;
+    use rustls_pki_types::pem::PemObject;
+    let wanted = CertificateDer::from_pem_file(ca).map_err(setup("reading the generated CA"))?;
+    let bundle = std::fs::read(bundle).map_err(setup("--client-ca-file"))?;
+    Ok(CertificateDer::pem_slice_iter(&bundle)
+        .filter_map(Result::ok)
+        .any(|cert| cert == wanted))
 }
 
 fn write_kubeconfig(
@@ -247,11 +269,12 @@ pub async fn run(
     verbosity: FlagSetter,
     stop: CancellationToken,
 ) -> Result<(), StartError> {
-    std::fs::create_dir_all(&opts.data_dir).map_err(setup("creating --data-dir"))?;
+    let data_dir = opts.data_dir();
+    create_private_dir(&data_dir).map_err(setup("creating --data-dir"))?;
     // Storage first: it owns the data directory, so a second server on the same directory
     // stops here with a clear error before touching anything else.
     let backend = StorageBackend::open(&StorageOptions {
-        data_dir: opts.data_dir.clone(),
+        data_dir: data_dir.clone(),
         etcd_servers: opts.etcd_servers.clone(),
         etcd_prefix: opts.etcd_prefix.clone(),
         etcd_cafile: opts.etcd_cafile.clone(),
@@ -266,12 +289,12 @@ pub async fn run(
     let no_front_proxy_flags = opts.requestheader_client_ca_file.is_none()
         && opts.proxy_client_cert_file.is_none()
         && opts.proxy_client_key_file.is_none();
-    if certs.admin.is_some() && no_front_proxy_flags {
+    if certs.generated && no_front_proxy_flags {
         // First-start PKI: the aggregator gets a front-proxy identity too.
         let dir = opts
             .cert_dir
             .clone()
-            .unwrap_or_else(|| opts.data_dir.join("pki"));
+            .unwrap_or_else(|| opts.data_dir().join("pki"));
         let pki = frontproxy::ensure_front_proxy_pki(&dir).map_err(StartError::Setup)?;
         frontproxy::apply_defaults(&mut opts, &pki);
     }
@@ -287,10 +310,22 @@ pub async fn run(
         })?;
     let addr = listener.local_addr().map_err(setup("listener address"))?;
     if let Some(admin) = &certs.admin {
-        let path = opts.data_dir.join("admin.kubeconfig");
+        let path = data_dir.join("admin.kubeconfig");
         write_kubeconfig(&path, addr.port(), admin)?;
         let shown = std::fs::canonicalize(&path).unwrap_or(path);
         println!("kubectl --kubeconfig {} get --raw /readyz", shown.display());
+    } else if let (true, Some(client_ca)) = (certs.generated, &opts.client_ca_file) {
+        // A kubeconfig from an earlier start could not authenticate any more either.
+        let _ = std::fs::remove_file(data_dir.join("admin.kubeconfig"));
+        let token = if opts.token_auth_file.is_some() {
+            " or a token from --token-auth-file"
+        } else {
+            ""
+        };
+        println!(
+            "no admin kubeconfig written: --client-ca-file {} does not include the generated CA; authenticate to https://{addr} with a client certificate it trusts{token}",
+            client_ca.display()
+        );
     }
 
     let mut info = SecureServingInfo::new(BindAddress::Listener(listener), certs.serving);

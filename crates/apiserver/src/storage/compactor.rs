@@ -1,6 +1,8 @@
 //! Periodic compaction, as kube-apiserver's compactor does it: at every tick, compact to the
 //! revision seen at the previous tick, so at least one interval of history is always kept
-//! (watches and paginated lists younger than that never see 410).
+//! (watches and paginated lists younger than that never see 410). The revision at start-up
+//! counts as the first one seen, so the first compaction comes one interval after start
+//! (upstream's first tick only records a revision, which puts it at two intervals).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,7 +40,7 @@ impl Compactor {
 }
 
 async fn run(storage: Arc<dyn Storage>, interval: Duration, stop: CancellationToken) {
-    let mut previous: Option<u64> = None;
+    let mut previous: Option<u64> = storage.current_revision().await.ok();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,

@@ -1,5 +1,6 @@
 //! Small utilities shared across the crate.
 
 pub mod duration;
+pub mod files;
 pub mod gojson;
 pub mod value;

@@ -7,6 +7,9 @@
 // The library's black-box test client, shared rather than copied.
 #[path = "../../../apiserver/tests/common/client.rs"]
 pub mod client;
+#[path = "../../../apiserver/src/storage/testing/etcd_server.rs"]
+#[allow(dead_code)]
+pub mod etcd;
 
 use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
@@ -103,6 +106,9 @@ pub struct ServerBuilder {
     args: Vec<String>,
     envs: Vec<(String, String)>,
     data_dir: Option<PathBuf>,
+    data_dir_flag: bool,
+    current_dir: Option<PathBuf>,
+    cert_dir: Option<PathBuf>,
     wait_ready: bool,
 }
 
@@ -111,6 +117,7 @@ pub struct ApiServer {
     child: Child,
     /// Its data dir (generated PKI and admin kubeconfig).
     pub data_dir: PathBuf,
+    cert_dir: Option<PathBuf>,
     _tmp: Option<tempfile::TempDir>,
     /// The secure address it serves on.
     pub addr: SocketAddr,
@@ -143,6 +150,26 @@ impl ServerBuilder {
         self
     }
 
+    /// Passes no `--data-dir`; `effective` is where the server is expected to keep its
+    /// PKI and kubeconfig.
+    pub fn without_data_dir_flag(mut self, effective: &Path) -> Self {
+        self.data_dir = Some(effective.to_path_buf());
+        self.data_dir_flag = false;
+        self
+    }
+
+    /// Passes `--cert-dir` (where the generated PKI then lives).
+    pub fn cert_dir(mut self, dir: &Path) -> Self {
+        self.cert_dir = Some(dir.to_path_buf());
+        self
+    }
+
+    /// Runs the process in `dir`.
+    pub fn current_dir(mut self, dir: &Path) -> Self {
+        self.current_dir = Some(dir.to_path_buf());
+        self
+    }
+
     /// Returns once it serves, without waiting for `/readyz` (e.g. when authorization denies
     /// the admin client nothing but the test wants to look itself).
     pub fn no_ready_wait(mut self) -> Self {
@@ -162,8 +189,16 @@ impl ServerBuilder {
             }
         };
         let mut cmd = Command::new(binary());
-        cmd.arg(format!("--data-dir={}", data_dir.display()))
-            .arg("--secure-port=0")
+        if self.data_dir_flag {
+            cmd.arg(format!("--data-dir={}", data_dir.display()));
+        }
+        if let Some(dir) = &self.current_dir {
+            cmd.current_dir(dir);
+        }
+        if let Some(dir) = &self.cert_dir {
+            cmd.arg(format!("--cert-dir={}", dir.display()));
+        }
+        cmd.arg("--secure-port=0")
             .arg("--bind-address=127.0.0.1")
             .args(&self.args)
             .env_remove("NOTIFY_SOCKET")
@@ -180,6 +215,7 @@ impl ServerBuilder {
         let mut server = ApiServer {
             child,
             data_dir,
+            cert_dir: self.cert_dir,
             _tmp: tmp,
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             stdout,
@@ -200,6 +236,9 @@ impl ApiServer {
             args: Vec::new(),
             envs: Vec::new(),
             data_dir: None,
+            data_dir_flag: true,
+            current_dir: None,
+            cert_dir: None,
             wait_ready: true,
         }
     }
@@ -254,7 +293,9 @@ impl ApiServer {
 
     /// The generated PKI directory.
     pub fn pki(&self) -> PathBuf {
-        self.data_dir.join("pki")
+        self.cert_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("pki"))
     }
 
     /// The generated admin kubeconfig.

@@ -425,12 +425,11 @@ impl DynamicCertificates {
                     let mut next = event;
                     loop {
                         match next {
-                            Some(Ok(event)) => {
-                                if is_change(&event.kind) {
-                                    changed = true;
-                                    watches.forget_removed(&event);
-                                }
+                            Some(Ok(event)) if is_change(&event.kind) => {
+                                changed = true;
+                                watches.forget_removed(&event);
                             }
+                            Some(Ok(_)) => {}
                             Some(Err(e)) => tracing::debug!("certificate watch error: {e}"),
                             None => {}
                         }

@@ -1,6 +1,5 @@
 //! The admin kubeconfig of the embedded default PKI.
 
-use std::io::Write;
 use std::path::Path;
 
 use base64::Engine;
@@ -48,24 +47,15 @@ pub fn write_admin_kubeconfig(
     write_private(path, text.as_bytes())
 }
 
-/// Writes `data` to `path`, readable only by the owner.
+/// Writes a file only its owner can read (mode 0600), atomically: a reader never sees part
+/// of it.
 pub fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path)?;
-    #[cfg(unix)]
-    {
-        // `mode` only applies when the file is created.
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    file.write_all(data)?;
-    file.sync_all()
+    crate::util::files::write_atomically(path, data, 0o600)
+}
+
+/// Writes a file anyone may read (mode 0644: certificates), atomically.
+pub fn write_public(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    crate::util::files::write_atomically(path, data, 0o644)
 }
 
 #[cfg(test)]

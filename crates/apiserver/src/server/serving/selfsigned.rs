@@ -10,7 +10,7 @@ use rcgen::{
     KeyUsagePurpose,
 };
 
-use super::kubeconfig::write_private;
+use super::kubeconfig::{write_private, write_public};
 
 const YEAR: Duration = Duration::from_secs(365 * 24 * 60 * 60);
 /// Validity of the generated CA.
@@ -74,6 +74,16 @@ pub enum PkiError {
     /// Certificate generation failed.
     #[error("generating certificates: {0}")]
     Generate(#[from] rcgen::Error),
+    /// A certificate without its key, or a key without its certificate.
+    #[error(
+        "{present} exists but {missing} does not: add it, or remove both to have them generated"
+    )]
+    Incomplete {
+        /// The file that exists.
+        present: PathBuf,
+        /// The file that is missing.
+        missing: PathBuf,
+    },
 }
 
 /// The machine's host name, if known.
@@ -155,15 +165,20 @@ pub fn new_client_cert(
     })
 }
 
-/// Creates the PKI in `dir` unless all six files already exist (then they are reused as they
-/// are). The serving certificate covers `localhost`, `127.0.0.1`, `::1`, the host name and
-/// `hosts` (DNS names or IPs). Private keys are written with mode 0600.
+/// Creates what is missing of the PKI in `dir`; files that exist are used as they are, never
+/// overwritten (a serving pair put there by hand stays). A missing CA is generated; missing
+/// serving or admin pairs are signed by the CA in `dir`. The serving certificate covers
+/// `localhost`, `127.0.0.1`, `::1`, the host name and `hosts` (DNS names or IPs). Private keys
+/// are written with mode 0600, every file atomically.
 pub fn ensure_pki(dir: &Path, hosts: &[String]) -> Result<PkiPaths, PkiError> {
     let paths = PkiPaths::in_dir(dir);
     if paths.all().iter().all(|p| p.is_file()) {
         return Ok(paths);
     }
-    std::fs::create_dir_all(dir).map_err(|source| PkiError::Io {
+    let ca_present = pair_present(&paths.ca_cert, &paths.ca_key)?;
+    let serving_present = pair_present(&paths.serving_cert, &paths.serving_key)?;
+    let admin_present = pair_present(&paths.admin_cert, &paths.admin_key)?;
+    crate::util::files::create_private_dir(dir).map_err(|source| PkiError::Io {
         path: dir.to_path_buf(),
         source,
     })?;
@@ -171,54 +186,84 @@ pub fn ensure_pki(dir: &Path, hosts: &[String]) -> Result<PkiPaths, PkiError> {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-
-    let ca = new_ca(&format!("apiserver-ca@{unix}"))?;
-
-    let mut names = vec![
-        "localhost".to_string(),
-        "127.0.0.1".to_string(),
-        "::1".to_string(),
-    ];
-    for host in host_name().iter().chain(hosts) {
-        if !names.contains(host) {
-            names.push(host.clone());
-        }
-    }
-    let serving_key = KeyPair::generate()?;
-    let mut serving = CertificateParams::new(names)?;
-    serving
-        .distinguished_name
-        .push(DnType::CommonName, format!("apiserver@{unix}"));
-    serving.key_usages = vec![
-        KeyUsagePurpose::DigitalSignature,
-        KeyUsagePurpose::KeyEncipherment,
-    ];
-    serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    validity(&mut serving, LEAF_VALIDITY);
-    let serving_cert = serving.signed_by(&serving_key, &ca.issuer)?;
-
-    let admin = new_client_cert(&ca.issuer, "admin", Some("system:masters"))?;
-
     let write = |path: &PathBuf, data: &str, private: bool| -> Result<(), PkiError> {
         let result = if private {
             write_private(path, data.as_bytes())
         } else {
-            std::fs::write(path, data)
+            write_public(path, data.as_bytes())
         };
         result.map_err(|source| PkiError::Io {
             path: path.clone(),
             source,
         })
     };
-    // Keys first and certificates last: a crash in between leaves an incomplete set, which
-    // the next start regenerates.
-    write(&paths.ca_key, &ca.key_pem, true)?;
-    write(&paths.serving_key, &serving_key.serialize_pem(), true)?;
-    write(&paths.admin_key, &admin.key_pem, true)?;
-    write(&paths.serving_cert, &serving_cert.pem(), false)?;
-    write(&paths.admin_cert, &admin.cert_pem, false)?;
-    write(&paths.ca_cert, &ca.cert_pem, false)?;
+    let read = |path: &PathBuf| -> Result<String, PkiError> {
+        std::fs::read_to_string(path).map_err(|source| PkiError::Io {
+            path: path.clone(),
+            source,
+        })
+    };
+
+    // Keys before certificates: a crash in between leaves a key without its certificate,
+    // which the next start reports instead of silently pairing it with something else.
+    let issuer = if ca_present {
+        let key = KeyPair::from_pem(&read(&paths.ca_key)?)?;
+        Issuer::from_ca_cert_pem(&read(&paths.ca_cert)?, key)?
+    } else {
+        let ca = new_ca(&format!("apiserver-ca@{unix}"))?;
+        write(&paths.ca_key, &ca.key_pem, true)?;
+        write(&paths.ca_cert, &ca.cert_pem, false)?;
+        ca.issuer
+    };
+    if !serving_present {
+        let mut names = vec![
+            "localhost".to_string(),
+            "127.0.0.1".to_string(),
+            "::1".to_string(),
+        ];
+        for host in host_name().iter().chain(hosts) {
+            if !names.contains(host) {
+                names.push(host.clone());
+            }
+        }
+        let serving_key = KeyPair::generate()?;
+        let mut serving = CertificateParams::new(names)?;
+        serving
+            .distinguished_name
+            .push(DnType::CommonName, format!("apiserver@{unix}"));
+        serving.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        serving.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        validity(&mut serving, LEAF_VALIDITY);
+        let serving_cert = serving.signed_by(&serving_key, &issuer)?;
+        write(&paths.serving_key, &serving_key.serialize_pem(), true)?;
+        write(&paths.serving_cert, &serving_cert.pem(), false)?;
+    }
+    if !admin_present {
+        let admin = new_client_cert(&issuer, "admin", Some("system:masters"))?;
+        write(&paths.admin_key, &admin.key_pem, true)?;
+        write(&paths.admin_cert, &admin.cert_pem, false)?;
+    }
     Ok(paths)
+}
+
+/// Whether a certificate and its key are both there; one without the other is an error
+/// (generating the missing half would not match, and replacing the other would overwrite it).
+fn pair_present(cert: &Path, key: &Path) -> Result<bool, PkiError> {
+    match (cert.is_file(), key.is_file()) {
+        (true, true) => Ok(true),
+        (false, false) => Ok(false),
+        (true, false) => Err(PkiError::Incomplete {
+            present: cert.to_path_buf(),
+            missing: key.to_path_buf(),
+        }),
+        (false, true) => Err(PkiError::Incomplete {
+            present: key.to_path_buf(),
+            missing: cert.to_path_buf(),
+        }),
+    }
 }
 
 /// The SNI name of the loopback client's certificate (upstream `LoopbackClientServerNameOverride`).
@@ -384,5 +429,58 @@ mod tests {
         let again = ensure_pki(&pki_dir, &[]).unwrap();
         assert_eq!(again, paths);
         assert_eq!(std::fs::read(&paths.ca_cert).unwrap(), before);
+    }
+
+    #[test]
+    fn existing_serving_pair_is_kept_and_only_missing_files_are_generated() {
+        let dir = tempfile::tempdir().unwrap();
+        let paths = PkiPaths::in_dir(dir.path());
+        // A serving pair of the user's own, signed by another CA.
+        let theirs = new_ca("their-ca").unwrap();
+        let mine = new_client_cert(&theirs.issuer, "their-server", None).unwrap();
+        std::fs::write(&paths.serving_cert, &mine.cert_pem).unwrap();
+        std::fs::write(&paths.serving_key, &mine.key_pem).unwrap();
+        ensure_pki(dir.path(), &[]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&paths.serving_cert).unwrap(),
+            mine.cert_pem
+        );
+        assert_eq!(
+            std::fs::read_to_string(&paths.serving_key).unwrap(),
+            mine.key_pem
+        );
+        for p in paths.all() {
+            assert!(p.is_file(), "{}", p.display());
+        }
+
+        // A lost admin pair is signed again by the CA that is there.
+        let ca_before = std::fs::read(&paths.ca_cert).unwrap();
+        std::fs::remove_file(&paths.admin_cert).unwrap();
+        std::fs::remove_file(&paths.admin_key).unwrap();
+        ensure_pki(dir.path(), &[]).unwrap();
+        assert_eq!(std::fs::read(&paths.ca_cert).unwrap(), ca_before);
+        let anchor = webpki::anchor_from_trusted_cert(&der(&paths.ca_cert))
+            .unwrap()
+            .to_owned();
+        let admin = der(&paths.admin_cert);
+        webpki::EndEntityCert::try_from(&admin)
+            .unwrap()
+            .verify_for_usage(
+                webpki::ALL_VERIFICATION_ALGS,
+                &[anchor],
+                &[],
+                rustls_pki_types::UnixTime::now(),
+                webpki::KeyUsage::client_auth(),
+                None,
+                None,
+            )
+            .unwrap();
+
+        // Half a pair is an error, and nothing is overwritten.
+        std::fs::remove_file(&paths.admin_key).unwrap();
+        let admin_before = std::fs::read(&paths.admin_cert).unwrap();
+        let err = ensure_pki(dir.path(), &[]).unwrap_err();
+        assert!(err.to_string().contains("admin.key does not"), "{err}");
+        assert_eq!(std::fs::read(&paths.admin_cert).unwrap(), admin_before);
     }
 }

@@ -110,10 +110,13 @@ impl EmbeddedStorage {
     /// directory: a second one gets an error saying so, and the files are left untouched.
     pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
         let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(|e| {
+        crate::util::files::create_private_dir(dir).map_err(|e| {
             StorageError::Internal(format!("creating data directory {}: {e}", dir.display()))
         })?;
         let path = dir.join(DB_FILE);
+        // Secrets are stored here: only the owner may read the file.
+        private_file(&path)
+            .map_err(|e| StorageError::Internal(format!("creating {}: {e}", path.display())))?;
         let db = match Database::builder()
             .set_cache_size(REDB_CACHE_BYTES)
             .create(&path)
@@ -226,6 +229,22 @@ impl EmbeddedStorage {
             .transpose()?;
         Ok(rec.and_then(|r| r.value).map(|v| (Bytes::from(v), rev)))
     }
+}
+
+/// Creates `path` empty with mode 0600 if it does not exist (redb initialises an empty file),
+/// and narrows an existing file to 0600.
+fn private_file(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))
+    }
+    #[cfg(not(unix))]
+    options.open(path).map(drop)
 }
 
 fn closed() -> StorageError {

@@ -890,11 +890,12 @@ pub fn v2_to_v1(obj: Value) -> Value {
     let current = array_at(&status_v2, "currentMetrics");
     if let Some(u) = current
         .iter()
+        .rev()
         .filter(|m| {
             str_at(m, "type") == Some("Resource") && str_at(m, "resource.name") == Some("cpu")
         })
         .filter_map(|m| get(m, "resource.current.averageUtilization").filter(|u| !u.is_null()))
-        .last()
+        .next()
     {
         status.insert("currentCPUUtilizationPercentage".into(), u.clone());
     }

@@ -67,7 +67,7 @@ pub fn certificatesigningrequests() -> ResourceDef {
         }
     })
     .validate(validate)
-    .validate_update(|new, old| removed_conditions(new, old))
+    .validate_update(removed_conditions)
     .selectable(|obj| {
         let mut fields = SelectableFields::new();
         fields.insert(

@@ -47,10 +47,10 @@ pub fn csidrivers() -> ResourceDef {
             default_at(obj, "spec.fsGroupPolicy", json!("ReadWriteOnceWithFSType"));
             default_at(obj, "spec.requiresRepublish", json!(false));
             default_at(obj, "spec.seLinuxMount", json!(false));
-            if array_at(obj, "spec.volumeLifecycleModes").is_empty() {
-                if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                    spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
-                }
+            if array_at(obj, "spec.volumeLifecycleModes").is_empty()
+                && let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
+            {
+                spec.insert("volumeLifecycleModes".into(), json!(["Persistent"]));
             }
         })
         .validate(|obj| {

@@ -18,8 +18,12 @@ use apiserver::storage::Storage;
 use apiserver::storage::cacher::{Cacher, CacherConfig};
 use serde_json::Value;
 
-use crate::apis::builtin_groups;
+use crate::apis::{Backing, ResourceDef, builtin_groups};
 use crate::openapi::{LazyDocs, ResourceSpec};
+use crate::registry::binding::BindingsStorage;
+use crate::registry::componentstatus::ComponentStatusStorage;
+use crate::registry::converted::ConvertedStorage;
+use crate::registry::csr::{CsrStorage, CsrSubresource, CsrSubresourceKind};
 use crate::registry::namespace::{
     FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
 };
@@ -98,6 +102,89 @@ fn key_root(prefix: &str, info: &ResourceInfo) -> String {
     }
 }
 
+/// The definition-name table of the documented kinds.
+type Definitions = BTreeMap<(String, String, String), String>;
+
+/// A resource's strategy with its patch schema when its kind is documented.
+fn with_patch_schema(
+    def: &ResourceDef,
+    definitions: &Definitions,
+    docs: &Arc<LazyDocs>,
+) -> SharedStrategy {
+    let info = def.strategy.info();
+    match definitions.get(&(info.group.clone(), info.version.clone(), info.kind.clone())) {
+        Some(definition) => Arc::new(WithPatchSchema {
+            inner: def.strategy.clone(),
+            docs: docs.clone(),
+            definition: definition.clone(),
+        }),
+        None => def.strategy.clone(),
+    }
+}
+
+/// Installs a resource without a store of its own: a converted view of another version's
+/// store (with its status subresource), or core `bindings` / `componentstatuses`.
+fn install_unstored(
+    gv: &mut ApiGroupVersion,
+    def: ResourceDef,
+    strategy: SharedStrategy,
+    stores: &Stores,
+    storage: &Arc<dyn Storage>,
+    namespaces: &NamespaceCell,
+) -> Result<(), String> {
+    let info = def.strategy.info().clone();
+    let missing = |what: &str| format!("{} needs the {what} store", info.resource);
+    match def.backing {
+        Backing::Store => Ok(()),
+        Backing::Converted(conversion) => {
+            let store = stores
+                .get(&(info.group.clone(), info.resource.clone()))
+                .ok_or_else(|| missing(conversion.stored_version))?;
+            let main: Arc<dyn RestStorage> = Arc::new(ConvertedStorage::new(
+                Arc::new(store.clone()),
+                strategy.clone(),
+                conversion,
+            ));
+            let main: Arc<dyn RestStorage> = if info.namespaced {
+                Arc::new(LifecycleStorage::new(main, namespaces.clone()))
+            } else {
+                main
+            };
+            gv.resources.insert(info.resource.clone(), main);
+            if def.subresources.contains(&"status") {
+                gv.resources.insert(
+                    format!("{}/status", info.resource),
+                    Arc::new(ConvertedStorage::new(
+                        Arc::new(StatusStore::new(store)),
+                        strategy,
+                        conversion,
+                    )),
+                );
+            }
+            Ok(())
+        }
+        Backing::Virtual => {
+            let rest: Arc<dyn RestStorage> = match (info.group.as_str(), info.resource.as_str()) {
+                ("", "bindings") => {
+                    let pods = stores
+                        .get(&(String::new(), "pods".to_string()))
+                        .ok_or_else(|| missing("pods"))?;
+                    Arc::new(LifecycleStorage::new(
+                        Arc::new(BindingsStorage::new(strategy, pods.clone())),
+                        namespaces.clone(),
+                    ))
+                }
+                ("", "componentstatuses") => {
+                    Arc::new(ComponentStatusStorage::new(strategy, storage.clone()))
+                }
+                _ => return Err(format!("no storage for {}", info.resource)),
+            };
+            gv.resources.insert(info.resource.clone(), rest);
+            Ok(())
+        }
+    }
+}
+
 /// The OpenAPI service of the built-in API and its Swagger 2.0 document, built on first use
 /// (the base the apiextensions server merges custom resources into).
 pub type BuiltinOpenApi = (OpenApiService, apiextensions::BaseV2);
@@ -143,7 +230,7 @@ pub fn install_builtin_apis(
     service
         .install(&server.handler().non_api_mux)
         .map_err(|e| e.to_string())?;
-    let definitions: BTreeMap<(String, String, String), String> = specs
+    let definitions: Definitions = specs
         .iter()
         .map(|s| {
             (
@@ -164,20 +251,14 @@ pub fn install_builtin_apis(
                 version: version.to_string(),
                 resources: BTreeMap::new(),
             };
+            let mut deferred: Vec<ResourceDef> = Vec::new();
             for def in resources {
+                if !matches!(def.backing, Backing::Store) {
+                    deferred.push(def);
+                    continue;
+                }
                 let info = def.strategy.info().clone();
-                let strategy: SharedStrategy = match definitions.get(&(
-                    info.group.clone(),
-                    info.version.clone(),
-                    info.kind.clone(),
-                )) {
-                    Some(definition) => Arc::new(WithPatchSchema {
-                        inner: def.strategy.clone(),
-                        docs: docs.clone(),
-                        definition: definition.clone(),
-                    }),
-                    None => def.strategy.clone(),
-                };
+                let strategy = with_patch_schema(&def, &definitions, &docs);
                 let root = key_root(prefix, &info);
                 let mut cache_config = CacherConfig::new(&format!("{root}/"));
                 cache_config.get_attrs = attrs_func(strategy.clone());
@@ -199,6 +280,13 @@ pub fn install_builtin_apis(
                     } else {
                         main
                     };
+                let is_csr = info.group == "certificates.k8s.io"
+                    && info.resource == "certificatesigningrequests";
+                let main: Arc<dyn RestStorage> = if is_csr {
+                    Arc::new(CsrStorage::new(main))
+                } else {
+                    main
+                };
                 let main: Arc<dyn RestStorage> = if info.namespaced {
                     Arc::new(LifecycleStorage::new(main, namespaces.clone()))
                 } else {
@@ -206,10 +294,21 @@ pub fn install_builtin_apis(
                 };
                 gv.resources.insert(info.resource.clone(), main);
                 if def.subresources.contains(&"status") {
-                    gv.resources.insert(
-                        format!("{}/status", info.resource),
-                        Arc::new(StatusStore::new(&store)),
-                    );
+                    let status: Arc<dyn RestStorage> = Arc::new(StatusStore::new(&store));
+                    let status: Arc<dyn RestStorage> = if is_csr {
+                        gv.resources.insert(
+                            format!("{}/approval", info.resource),
+                            Arc::new(CsrSubresource::new(
+                                status.clone(),
+                                CsrSubresourceKind::Approval,
+                            )),
+                        );
+                        Arc::new(CsrSubresource::new(status, CsrSubresourceKind::Status))
+                    } else {
+                        status
+                    };
+                    gv.resources
+                        .insert(format!("{}/status", info.resource), status);
                 }
                 if SCALED.contains(&(info.group.as_str(), info.resource.as_str())) {
                     gv.resources.insert(
@@ -218,6 +317,10 @@ pub fn install_builtin_apis(
                     );
                 }
                 stores.insert((info.group.clone(), info.resource.clone()), store);
+            }
+            for def in deferred {
+                let strategy = with_patch_schema(&def, &definitions, &docs);
+                install_unstored(&mut gv, def, strategy, &stores, &storage, &namespaces)?;
             }
             versions.push(gv);
         }

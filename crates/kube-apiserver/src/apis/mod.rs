@@ -9,18 +9,24 @@
 use std::sync::Arc;
 
 use apiserver::registry::Strategy;
+use serde_json::Value;
 
 pub mod apps;
+pub mod autoscaling;
 pub mod batch;
+pub mod certificates;
 pub mod coordination;
 pub mod core;
 pub mod discovery;
+pub mod docs;
 pub mod events;
 pub mod json;
 pub mod networking;
+pub mod node;
 pub mod podspec;
 pub mod policy;
 pub mod rbac;
+pub mod resource;
 pub mod scheduling;
 pub mod storage;
 pub mod strategy;
@@ -42,8 +48,34 @@ pub struct ResourceDef {
     /// The resource's behaviour and discovery facts (`strategy.info()`).
     pub strategy: Arc<dyn Strategy>,
     /// Its subresources besides the main resource: `"status"`, `"scale"` (and `"finalize"`
-    /// for namespaces).
+    /// for namespaces, `"approval"` for certificate signing requests).
     pub subresources: Vec<&'static str>,
+    /// Where its objects live.
+    pub backing: Backing,
+}
+
+/// Where a resource's objects live.
+#[derive(Clone, Copy)]
+pub enum Backing {
+    /// A generic store of its own (most resources).
+    Store,
+    /// The store of the same resource in another version of its group, converted on the way
+    /// in and out (autoscaling/v1 horizontalpodautoscalers over the v2 store).
+    Converted(Conversion),
+    /// No store: the installer builds the resource's own REST storage (core `bindings` and
+    /// `componentstatuses`).
+    Virtual,
+}
+
+/// How objects of a served version convert to and from the stored version.
+#[derive(Clone, Copy)]
+pub struct Conversion {
+    /// The version whose store holds the objects.
+    pub stored_version: &'static str,
+    /// Served → stored.
+    pub to_stored: fn(Value) -> Value,
+    /// Stored → served.
+    pub from_stored: fn(Value) -> Value,
 }
 
 impl ResourceDef {
@@ -52,7 +84,20 @@ impl ResourceDef {
         ResourceDef {
             strategy: Arc::new(strategy),
             subresources: Vec::new(),
+            backing: Backing::Store,
         }
+    }
+
+    /// Served from another version's store through `conversion`.
+    pub fn converted(mut self, conversion: Conversion) -> Self {
+        self.backing = Backing::Converted(conversion);
+        self
+    }
+
+    /// Served by a REST storage of its own (see [`Backing::Virtual`]).
+    pub fn virtual_resource(mut self) -> Self {
+        self.backing = Backing::Virtual;
+        self
     }
 
     /// Adds subresources.
@@ -78,8 +123,19 @@ pub fn builtin_groups() -> Vec<GroupDef> {
             versions: vec![("v1", events::resources())],
         },
         GroupDef {
+            group: "autoscaling",
+            versions: vec![
+                ("v2", autoscaling::resources_v2()),
+                ("v1", autoscaling::resources_v1()),
+            ],
+        },
+        GroupDef {
             group: "batch",
             versions: vec![("v1", batch::resources())],
+        },
+        GroupDef {
+            group: "certificates.k8s.io",
+            versions: vec![("v1", certificates::resources())],
         },
         GroupDef {
             group: "networking.k8s.io",
@@ -106,8 +162,16 @@ pub fn builtin_groups() -> Vec<GroupDef> {
             versions: vec![("v1", coordination::resources())],
         },
         GroupDef {
+            group: "node.k8s.io",
+            versions: vec![("v1", node::resources())],
+        },
+        GroupDef {
             group: "discovery.k8s.io",
             versions: vec![("v1", discovery::resources())],
+        },
+        GroupDef {
+            group: "resource.k8s.io",
+            versions: vec![("v1", resource::resources())],
         },
     ]
 }
@@ -126,7 +190,14 @@ mod tests {
                     let info = def.strategy.info();
                     assert_eq!(info.group, group.group);
                     assert_eq!(&info.version, version);
-                    assert!(seen.insert((info.group.clone(), info.resource.clone())));
+                    // A converted version shares its resource with the stored one.
+                    let stored = matches!(def.backing, Backing::Store | Backing::Virtual);
+                    assert_eq!(
+                        seen.insert((info.group.clone(), info.resource.clone())),
+                        stored,
+                        "{}",
+                        info.resource
+                    );
                     assert_eq!(info.list_kind, format!("{}List", info.kind));
                     assert_eq!(info.singular, info.kind.to_lowercase());
                     // every row has a cell per column, even for a bare object.
@@ -140,7 +211,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(seen.len(), 34);
+        assert_eq!(seen.len(), 51);
     }
 
     #[test]
@@ -199,6 +270,11 @@ mod tests {
             ("poddisruptionbudgets", "pdb"),
             ("storageclasses", "sc"),
             ("priorityclasses", "pc"),
+            ("componentstatuses", "cs"),
+            ("horizontalpodautoscalers", "hpa"),
+            ("certificatesigningrequests", "csr"),
+            ("ipaddresses", "ip"),
+            ("volumeattributesclasses", "vac"),
         ] {
             assert!(
                 facts[resource].short_names.contains(&short.to_string()),
@@ -216,6 +292,7 @@ mod tests {
                 "cronjobs",
                 "daemonsets",
                 "deployments",
+                "horizontalpodautoscalers",
                 "jobs",
                 "pods",
                 "replicasets",

@@ -1,17 +1,198 @@
-//! networking.k8s.io/v1: ingresses, ingressclasses, networkpolicies.
+//! networking.k8s.io/v1: ingresses, ingressclasses, networkpolicies, ipaddresses and
+//! servicecidrs (subresource `status`).
+
+use std::net::IpAddr;
 
 use apiserver::registry::FieldError;
-use k8s_openapi::api::networking::v1::{Ingress, IngressClass, NetworkPolicy};
+use k8s_openapi::api::networking::v1::{
+    IPAddress, Ingress, IngressClass, NetworkPolicy, ServiceCIDR,
+};
 use serde_json::{Value, json};
 
 use super::ResourceDef;
 use super::json::{array_at, get, str_at};
 use super::strategy::{BuiltinStrategy, info};
 use super::table::{age_cell, age_column, column, format_label_selector, name_cell, name_column};
+use super::validation::immutable;
 
 /// networking.k8s.io/v1 resources.
 pub fn resources() -> Vec<ResourceDef> {
-    vec![ingressclasses(), ingresses(), networkpolicies()]
+    vec![
+        ingressclasses(),
+        ingresses(),
+        ipaddresses(),
+        networkpolicies(),
+        servicecidrs(),
+    ]
+}
+
+/// The ipaddresses resource: the name is an IP address in canonical form, `spec.parentRef`
+/// names what holds it (immutable).
+pub fn ipaddresses() -> ResourceDef {
+    ResourceDef::new(
+        BuiltinStrategy::new::<IPAddress>(info(
+            "networking.k8s.io",
+            "v1",
+            "IPAddress",
+            "ipaddresses",
+            false,
+            &["ip"],
+            &[],
+        ))
+        .name_rule(super::validation::NameRule::Any)
+        .validate(validate_ip_address)
+        .validate_update(|new, old| immutable(new, old, "spec.parentRef").into_iter().collect())
+        .table(
+            || {
+                vec![
+                    name_column(),
+                    column("ParentRef", "string", super::docs::IP_PARENT_REF, 0),
+                    age_column(),
+                ]
+            },
+            |obj| vec![name_cell(obj), json!(parent_ref_cell(obj)), age_cell(obj)],
+        ),
+    )
+}
+
+/// Upstream's printed parent reference: `<resource>[.<group>][/<namespace>]/<name>`.
+fn parent_ref_cell(obj: &Value) -> String {
+    let Some(r) = get(obj, "spec.parentRef").filter(|r| r.is_object()) else {
+        return "<none>".into();
+    };
+    let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+    let mut out = match field("group") {
+        "" => field("resource").to_lowercase(),
+        group => format!("{}.{group}", field("resource")).to_lowercase(),
+    };
+    if !field("namespace").is_empty() {
+        out.push('/');
+        out.push_str(field("namespace"));
+    }
+    out.push('/');
+    out.push_str(field("name"));
+    out
+}
+
+fn validate_ip_address(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let name = str_at(obj, "metadata.name").unwrap_or_default();
+    if !name.is_empty() {
+        match name.parse::<IpAddr>() {
+            Err(_) => errs.push(FieldError::invalid(
+                "metadata.name",
+                name,
+                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            )),
+            Ok(ip) if ip.to_string() != name => errs.push(FieldError::invalid(
+                "metadata.name",
+                name,
+                &format!("must be in canonical form (\"{ip}\")"),
+            )),
+            Ok(_) => {}
+        }
+    }
+    if get(obj, "spec.parentRef").is_none_or(Value::is_null) {
+        errs.push(FieldError::required("spec.parentRef", ""));
+    } else {
+        for field in ["resource", "name"] {
+            if str_at(obj, &format!("spec.parentRef.{field}")).is_none_or(str::is_empty) {
+                errs.push(FieldError::required(&format!("spec.parentRef.{field}"), ""));
+            }
+        }
+    }
+    errs
+}
+
+/// The servicecidrs resource (subresource `status`).
+pub fn servicecidrs() -> ResourceDef {
+    let strategy = BuiltinStrategy::new::<ServiceCIDR>(info(
+        "networking.k8s.io",
+        "v1",
+        "ServiceCIDR",
+        "servicecidrs",
+        false,
+        &[],
+        &[],
+    ))
+    .status()
+    .validate(validate_service_cidr)
+    .validate_update(|new, old| {
+        // Upstream allows only adding the second IP family to a single-CIDR object.
+        let (new_cidrs, old_cidrs) = (array_at(new, "spec.cidrs"), array_at(old, "spec.cidrs"));
+        let grows = old_cidrs.len() == 1 && new_cidrs.len() == 2 && new_cidrs[0] == old_cidrs[0];
+        if grows {
+            return Vec::new();
+        }
+        immutable(new, old, "spec.cidrs").into_iter().collect()
+    })
+    .table(
+        || {
+            vec![
+                name_column(),
+                column("CIDRs", "string", super::docs::SERVICE_CIDR_CIDRS, 0),
+                age_column(),
+            ]
+        },
+        |obj| {
+            let cidrs: Vec<&str> = array_at(obj, "spec.cidrs")
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            vec![name_cell(obj), json!(cidrs.join(",")), age_cell(obj)]
+        },
+    );
+    ResourceDef::new(strategy).with(&["status"])
+}
+
+fn validate_service_cidr(obj: &Value) -> Vec<FieldError> {
+    let cidrs = array_at(obj, "spec.cidrs");
+    if cidrs.is_empty() {
+        return vec![FieldError::required(
+            "spec.cidrs",
+            "at least one CIDR required",
+        )];
+    }
+    if cidrs.len() > 2 {
+        return vec![FieldError::invalid(
+            "spec",
+            Value::Array(cidrs.to_vec()),
+            "may only hold up to 2 values",
+        )];
+    }
+    let mut errs = Vec::new();
+    let mut families = Vec::new();
+    for (i, cidr) in cidrs.iter().enumerate() {
+        let text = cidr.as_str().unwrap_or_default();
+        match parse_cidr(text) {
+            Some(v4) => families.push(v4),
+            None => errs.push(FieldError::invalid(
+                &format!("spec.cidrs[{i}]"),
+                text,
+                "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)",
+            )),
+        }
+    }
+    if families.len() == 2 && families[0] == families[1] {
+        errs.push(FieldError::invalid(
+            "spec.cidrs",
+            Value::Array(cidrs.to_vec()),
+            "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64",
+        ));
+    }
+    errs
+}
+
+/// Whether `text` is a CIDR, and if so whether it is IPv4.
+fn parse_cidr(text: &str) -> Option<bool> {
+    let (ip, bits) = text.split_once('/')?;
+    let ip: IpAddr = ip.parse().ok()?;
+    let bits: u8 = bits.parse().ok()?;
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    (bits <= max
+        && !bits.to_string().is_empty()
+        && text.split('/').nth(1) == Some(&bits.to_string()))
+    .then_some(ip.is_ipv4())
 }
 
 const PATH_TYPES: [&str; 3] = ["Exact", "ImplementationSpecific", "Prefix"];
@@ -239,6 +420,52 @@ pub fn networkpolicies() -> ResourceDef {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ip_address_names_are_canonical_ips() {
+        let def = ipaddresses();
+        let ip = json!({"metadata": {"name": "10.0.0.10"},
+            "spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "web"}}});
+        assert!(def.strategy.validate(&ip).is_empty());
+        assert_eq!(
+            def.strategy.table_row(&ip)[1],
+            json!("services/default/web")
+        );
+        let bad = json!({"metadata": {"name": "2001:db8:0::1"}, "spec": {"parentRef": {"resource": "services", "name": "x"}}});
+        assert_eq!(
+            def.strategy.validate(&bad)[0].to_string(),
+            "metadata.name: Invalid value: \"2001:db8:0::1\": must be in canonical form (\"2001:db8::1\")"
+        );
+        let none = json!({"metadata": {"name": "10.0.0.1"}, "spec": {}});
+        assert_eq!(
+            def.strategy.validate(&none)[0].to_string(),
+            "spec.parentRef: Required value"
+        );
+    }
+
+    #[test]
+    fn service_cidrs_one_per_family() {
+        let def = servicecidrs();
+        let ok = json!({"metadata": {"name": "kubernetes"}, "spec": {"cidrs": ["10.0.0.0/24", "fd00::/108"]}});
+        assert!(def.strategy.validate(&ok).is_empty());
+        assert_eq!(
+            def.strategy.table_row(&ok)[1],
+            json!("10.0.0.0/24,fd00::/108")
+        );
+        let two_v4 =
+            json!({"metadata": {"name": "x"}, "spec": {"cidrs": ["10.0.0.0/24", "10.1.0.0/24"]}});
+        assert!(
+            def.strategy.validate(&two_v4)[0]
+                .to_string()
+                .contains("no more than one IP for each IP family")
+        );
+        let bad = json!({"metadata": {"name": "x"}, "spec": {"cidrs": ["10.0.0.0/33"]}});
+        assert!(
+            def.strategy.validate(&bad)[0]
+                .to_string()
+                .starts_with("spec.cidrs[0]: Invalid value")
+        );
+    }
 
     #[test]
     fn ingress_validation_and_row() {

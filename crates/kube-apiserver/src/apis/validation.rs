@@ -19,6 +19,9 @@ pub enum NameRule {
     Dns1035Label,
     /// A path segment: not `.`/`..`, no `/` or `%` (RBAC objects).
     PathSegment,
+    /// Any non-empty name; the resource validates it itself (IP addresses) or not at all
+    /// (certificate signing requests).
+    Any,
 }
 
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
@@ -145,6 +148,7 @@ pub fn name_errors(rule: NameRule, value: &str) -> Vec<String> {
         NameRule::Label => dns1123_label(value),
         NameRule::Dns1035Label => dns1035_label(value),
         NameRule::PathSegment => path_segment(value),
+        NameRule::Any => Vec::new(),
     }
 }
 

@@ -511,6 +511,7 @@ pub fn resource_paths(flavour: Flavour, r: &ResourceSpec) -> Vec<(String, Value)
     for sub in &r.subresources {
         let (suffix, op_def, op_gvk) = match sub.as_str() {
             "status" => ("Status", def.to_owned(), kind_gvk.clone()),
+            "approval" => ("Approval", def.to_owned(), kind_gvk.clone()),
             "scale" => ("Scale", SCALE.to_owned(), gvk("autoscaling", "v1", "Scale")),
             _ => continue,
         };

@@ -7,8 +7,8 @@
 //! (`io.k8s.api.core.v1.ConfigMap`, `io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`, …).
 
 use k8s_openapi::api::{
-    apps, autoscaling, batch, coordination, core, discovery, events, networking, policy, rbac,
-    scheduling, storage,
+    apps, autoscaling, batch, certificates, coordination, core, discovery, events, networking,
+    node, policy, rbac, resource, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta;
@@ -83,6 +83,25 @@ builtin_kinds! {
     ("", "v1", "LimitRange") => core::v1::LimitRange,
     ("", "v1", "ResourceQuota") => core::v1::ResourceQuota,
     ("", "v1", "ReplicationController") => core::v1::ReplicationController,
+    ("", "v1", "PodTemplate") => core::v1::PodTemplate,
+    ("", "v1", "Binding") => core::v1::Binding,
+    ("", "v1", "ComponentStatus") => core::v1::ComponentStatus,
+    ("autoscaling", "v2", "HorizontalPodAutoscaler") => autoscaling::v2::HorizontalPodAutoscaler,
+    ("autoscaling", "v1", "HorizontalPodAutoscaler") => autoscaling::v1::HorizontalPodAutoscaler,
+    ("certificates.k8s.io", "v1", "CertificateSigningRequest")
+        => certificates::v1::CertificateSigningRequest,
+    ("node.k8s.io", "v1", "RuntimeClass") => node::v1::RuntimeClass,
+    ("resource.k8s.io", "v1", "DeviceClass") => resource::v1::DeviceClass,
+    ("resource.k8s.io", "v1", "ResourceClaim") => resource::v1::ResourceClaim,
+    ("resource.k8s.io", "v1", "ResourceClaimTemplate") => resource::v1::ResourceClaimTemplate,
+    ("resource.k8s.io", "v1", "ResourceSlice") => resource::v1::ResourceSlice,
+    ("storage.k8s.io", "v1", "CSIDriver") => storage::v1::CSIDriver,
+    ("storage.k8s.io", "v1", "CSINode") => storage::v1::CSINode,
+    ("storage.k8s.io", "v1", "CSIStorageCapacity") => storage::v1::CSIStorageCapacity,
+    ("storage.k8s.io", "v1", "VolumeAttachment") => storage::v1::VolumeAttachment,
+    ("storage.k8s.io", "v1", "VolumeAttributesClass") => storage::v1::VolumeAttributesClass,
+    ("networking.k8s.io", "v1", "IPAddress") => networking::v1::IPAddress,
+    ("networking.k8s.io", "v1", "ServiceCIDR") => networking::v1::ServiceCIDR,
     ("apps", "v1", "Deployment") => apps::v1::Deployment,
     ("apps", "v1", "ReplicaSet") => apps::v1::ReplicaSet,
     ("apps", "v1", "StatefulSet") => apps::v1::StatefulSet,

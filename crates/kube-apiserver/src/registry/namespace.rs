@@ -9,7 +9,7 @@ use std::time::Duration;
 use apiserver::registry::ResourceInfo;
 use apiserver::registry::rest::{
     BoxFuture, CreateOptions, DeleteOptions, GetOptions, ListOptions, RequestContext, RestStorage,
-    UpdateFunc, UpdateOptions, WrappingStorage,
+    UpdateFunc, UpdateOptions, WrappingStorage, method_not_supported,
 };
 use apiserver::registry::store::Store;
 use apiserver::registry::store::meta::now_rfc3339;
@@ -184,6 +184,21 @@ impl WrappingStorage for NamespaceStorage {
         opts: &'a DeleteOptions,
     ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
         Box::pin(self.delete_inner(ctx, name, opts))
+    }
+    /// Upstream's namespace REST has no DeleteCollection (discovery lists no
+    /// `deletecollection`, and the verb answers 405).
+    fn verbs(&self) -> Vec<&'static str> {
+        let mut verbs = self.store.verbs();
+        verbs.retain(|v| *v != "deletecollection");
+        verbs
+    }
+    fn delete_collection<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _delete: &'a DeleteOptions,
+        _list: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        Box::pin(async { Err(method_not_supported(self.store.info(), "deletecollection")) })
     }
 }
 

@@ -7,11 +7,17 @@ use super::schema::{Message, Ty, inline, map, ptr, rep, val};
 
 use Ty::{
     Bool, Bytes, Double, Int, IntOrString, MicroTime, Quantity, RawJson, SchemaOrArray,
-    SchemaOrBool, SchemaOrStringArray, String as Str, Time,
+    SchemaOrBool, SchemaOrStringArray, String as Str, StringList, Time,
 };
 
 static APIEXTENSIONS_V1_JSON_SCHEMA_PROPS_VALUE: Ty =
     Ty::Message(&APIEXTENSIONS_V1_JSON_SCHEMA_PROPS);
+
+static RESOURCE_V1_COUNTER_VALUE: Ty = Ty::Message(&RESOURCE_V1_COUNTER);
+
+static RESOURCE_V1_DEVICE_ATTRIBUTE_VALUE: Ty = Ty::Message(&RESOURCE_V1_DEVICE_ATTRIBUTE);
+
+static RESOURCE_V1_DEVICE_CAPACITY_VALUE: Ty = Ty::Message(&RESOURCE_V1_DEVICE_CAPACITY);
 
 static CORE_V1_CONFIG_MAP: Message = Message {
     name: "ConfigMap",
@@ -169,6 +175,22 @@ static CORE_V1_REPLICATION_CONTROLLER: Message = Message {
     ],
 };
 
+static CORE_V1_POD_TEMPLATE: Message = Message {
+    name: "PodTemplate",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "template", Ty::Message(&CORE_V1_POD_TEMPLATE_SPEC)),
+    ],
+};
+
+static CORE_V1_BINDING: Message = Message {
+    name: "Binding",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "target", Ty::Message(&CORE_V1_OBJECT_REFERENCE)),
+    ],
+};
+
 static APPS_V1_CONTROLLER_REVISION: Message = Message {
     name: "ControllerRevision",
     fields: &[
@@ -220,6 +242,104 @@ static AUTOSCALING_V1_SCALE: Message = Message {
         val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
         val(2, "spec", Ty::Message(&AUTOSCALING_V1_SCALE_SPEC)),
         val(3, "status", Ty::Message(&AUTOSCALING_V1_SCALE_STATUS)),
+    ],
+};
+
+static AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER: Message = Message {
+    name: "HorizontalPodAutoscaler",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_STATUS),
+        ),
+    ],
+};
+
+static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER: Message = Message {
+    name: "HorizontalPodAutoscaler",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_STATUS),
+        ),
+    ],
+};
+
+static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST: Message = Message {
+    name: "CertificateSigningRequest",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_STATUS),
+        ),
+    ],
+};
+
+static NODE_V1_RUNTIME_CLASS: Message = Message {
+    name: "RuntimeClass",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        ptr(2, "handler", Str),
+        ptr(3, "overhead", Ty::Message(&NODE_V1_OVERHEAD)),
+        ptr(4, "scheduling", Ty::Message(&NODE_V1_SCHEDULING)),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_CLASS: Message = Message {
+    name: "DeviceClass",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&RESOURCE_V1_DEVICE_CLASS_SPEC)),
+    ],
+};
+
+static RESOURCE_V1_RESOURCE_CLAIM: Message = Message {
+    name: "ResourceClaim",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&RESOURCE_V1_RESOURCE_CLAIM_SPEC)),
+        val(3, "status", Ty::Message(&RESOURCE_V1_RESOURCE_CLAIM_STATUS)),
+    ],
+};
+
+static RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE: Message = Message {
+    name: "ResourceClaimTemplate",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE_SPEC),
+        ),
+    ],
+};
+
+static RESOURCE_V1_RESOURCE_SLICE: Message = Message {
+    name: "ResourceSlice",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&RESOURCE_V1_RESOURCE_SLICE_SPEC)),
     ],
 };
 
@@ -362,6 +482,72 @@ static STORAGE_V1_STORAGE_CLASS: Message = Message {
             "allowedTopologies",
             Ty::Message(&CORE_V1_TOPOLOGY_SELECTOR_TERM),
         ),
+    ],
+};
+
+static STORAGE_V1_CSI_DRIVER: Message = Message {
+    name: "CSIDriver",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&STORAGE_V1_CSI_DRIVER_SPEC)),
+    ],
+};
+
+static STORAGE_V1_CSI_NODE: Message = Message {
+    name: "CSINode",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&STORAGE_V1_CSI_NODE_SPEC)),
+    ],
+};
+
+static STORAGE_V1_CSI_STORAGE_CAPACITY: Message = Message {
+    name: "CSIStorageCapacity",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        ptr(2, "nodeTopology", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        ptr(3, "storageClassName", Str),
+        ptr(4, "capacity", Quantity),
+        ptr(5, "maximumVolumeSize", Quantity),
+    ],
+};
+
+static STORAGE_V1_VOLUME_ATTACHMENT: Message = Message {
+    name: "VolumeAttachment",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&STORAGE_V1_VOLUME_ATTACHMENT_SPEC)),
+        val(
+            3,
+            "status",
+            Ty::Message(&STORAGE_V1_VOLUME_ATTACHMENT_STATUS),
+        ),
+    ],
+};
+
+static STORAGE_V1_VOLUME_ATTRIBUTES_CLASS: Message = Message {
+    name: "VolumeAttributesClass",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        ptr(2, "driverName", Str),
+        map(3, "parameters", &Str),
+    ],
+};
+
+static NETWORKING_V1_IP_ADDRESS: Message = Message {
+    name: "IPAddress",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&NETWORKING_V1_IP_ADDRESS_SPEC)),
+    ],
+};
+
+static NETWORKING_V1_SERVICE_CIDR: Message = Message {
+    name: "ServiceCIDR",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&NETWORKING_V1_SERVICE_CIDR_SPEC)),
+        val(3, "status", Ty::Message(&NETWORKING_V1_SERVICE_CIDR_STATUS)),
     ],
 };
 
@@ -844,6 +1030,14 @@ static CORE_V1_REPLICATION_CONTROLLER_STATUS: Message = Message {
     ],
 };
 
+static CORE_V1_POD_TEMPLATE_SPEC: Message = Message {
+    name: "PodTemplateSpec",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&CORE_V1_POD_SPEC)),
+    ],
+};
+
 static APPS_V1_DAEMON_SET_SPEC: Message = Message {
     name: "DaemonSetSpec",
     fields: &[
@@ -984,6 +1178,166 @@ static AUTOSCALING_V1_SCALE_SPEC: Message = Message {
 static AUTOSCALING_V1_SCALE_STATUS: Message = Message {
     name: "ScaleStatus",
     fields: &[ptr(1, "replicas", Int), val(2, "selector", Str)],
+};
+
+static AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_SPEC: Message = Message {
+    name: "HorizontalPodAutoscalerSpec",
+    fields: &[
+        val(
+            1,
+            "scaleTargetRef",
+            Ty::Message(&AUTOSCALING_V1_CROSS_VERSION_OBJECT_REFERENCE),
+        ),
+        ptr(2, "minReplicas", Int),
+        ptr(3, "maxReplicas", Int),
+        ptr(4, "targetCPUUtilizationPercentage", Int),
+    ],
+};
+
+static AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER_STATUS: Message = Message {
+    name: "HorizontalPodAutoscalerStatus",
+    fields: &[
+        ptr(1, "observedGeneration", Int),
+        ptr(2, "lastScaleTime", Time),
+        ptr(3, "currentReplicas", Int),
+        ptr(4, "desiredReplicas", Int),
+        ptr(5, "currentCPUUtilizationPercentage", Int),
+    ],
+};
+
+static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_SPEC: Message = Message {
+    name: "HorizontalPodAutoscalerSpec",
+    fields: &[
+        val(
+            1,
+            "scaleTargetRef",
+            Ty::Message(&AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE),
+        ),
+        ptr(2, "minReplicas", Int),
+        ptr(3, "maxReplicas", Int),
+        rep(4, "metrics", Ty::Message(&AUTOSCALING_V2_METRIC_SPEC)),
+        ptr(
+            5,
+            "behavior",
+            Ty::Message(&AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_BEHAVIOR),
+        ),
+    ],
+};
+
+static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_STATUS: Message = Message {
+    name: "HorizontalPodAutoscalerStatus",
+    fields: &[
+        ptr(1, "observedGeneration", Int),
+        ptr(2, "lastScaleTime", Time),
+        val(3, "currentReplicas", Int),
+        ptr(4, "desiredReplicas", Int),
+        rep(
+            5,
+            "currentMetrics",
+            Ty::Message(&AUTOSCALING_V2_METRIC_STATUS),
+        ),
+        rep(
+            6,
+            "conditions",
+            Ty::Message(&AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_CONDITION),
+        ),
+    ],
+};
+
+static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_SPEC: Message = Message {
+    name: "CertificateSigningRequestSpec",
+    fields: &[
+        ptr(1, "request", Bytes),
+        ptr(7, "signerName", Str),
+        ptr(8, "expirationSeconds", Int),
+        rep(5, "usages", Str),
+        val(2, "username", Str),
+        val(3, "uid", Str),
+        rep(4, "groups", Str),
+        map(6, "extra", &StringList),
+    ],
+};
+
+static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_STATUS: Message = Message {
+    name: "CertificateSigningRequestStatus",
+    fields: &[
+        rep(
+            1,
+            "conditions",
+            Ty::Message(&CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_CONDITION),
+        ),
+        val(2, "certificate", Bytes),
+    ],
+};
+
+static NODE_V1_OVERHEAD: Message = Message {
+    name: "Overhead",
+    fields: &[map(1, "podFixed", &Quantity)],
+};
+
+static NODE_V1_SCHEDULING: Message = Message {
+    name: "Scheduling",
+    fields: &[
+        map(1, "nodeSelector", &Str),
+        rep(2, "tolerations", Ty::Message(&CORE_V1_TOLERATION)),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_CLASS_SPEC: Message = Message {
+    name: "DeviceClassSpec",
+    fields: &[
+        rep(1, "selectors", Ty::Message(&RESOURCE_V1_DEVICE_SELECTOR)),
+        rep(
+            2,
+            "config",
+            Ty::Message(&RESOURCE_V1_DEVICE_CLASS_CONFIGURATION),
+        ),
+        ptr(4, "extendedResourceName", Str),
+    ],
+};
+
+static RESOURCE_V1_RESOURCE_CLAIM_SPEC: Message = Message {
+    name: "ResourceClaimSpec",
+    fields: &[val(1, "devices", Ty::Message(&RESOURCE_V1_DEVICE_CLAIM))],
+};
+
+static RESOURCE_V1_RESOURCE_CLAIM_STATUS: Message = Message {
+    name: "ResourceClaimStatus",
+    fields: &[
+        ptr(1, "allocation", Ty::Message(&RESOURCE_V1_ALLOCATION_RESULT)),
+        rep(
+            2,
+            "reservedFor",
+            Ty::Message(&RESOURCE_V1_RESOURCE_CLAIM_CONSUMER_REFERENCE),
+        ),
+        rep(
+            4,
+            "devices",
+            Ty::Message(&RESOURCE_V1_ALLOCATED_DEVICE_STATUS),
+        ),
+    ],
+};
+
+static RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE_SPEC: Message = Message {
+    name: "ResourceClaimTemplateSpec",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&RESOURCE_V1_RESOURCE_CLAIM_SPEC)),
+    ],
+};
+
+static RESOURCE_V1_RESOURCE_SLICE_SPEC: Message = Message {
+    name: "ResourceSliceSpec",
+    fields: &[
+        ptr(1, "driver", Str),
+        val(2, "pool", Ty::Message(&RESOURCE_V1_RESOURCE_POOL)),
+        ptr(3, "nodeName", Str),
+        ptr(4, "nodeSelector", Ty::Message(&CORE_V1_NODE_SELECTOR)),
+        ptr(5, "allNodes", Bool),
+        rep(6, "devices", Ty::Message(&RESOURCE_V1_DEVICE)),
+        ptr(7, "perDeviceNodeSelection", Bool),
+        rep(8, "sharedCounters", Ty::Message(&RESOURCE_V1_COUNTER_SET)),
+    ],
 };
 
 static EVENTS_V1_EVENT_SERIES: Message = Message {
@@ -1183,6 +1537,81 @@ static CORE_V1_TOPOLOGY_SELECTOR_TERM: Message = Message {
         "matchLabelExpressions",
         Ty::Message(&CORE_V1_TOPOLOGY_SELECTOR_LABEL_REQUIREMENT),
     )],
+};
+
+static STORAGE_V1_CSI_DRIVER_SPEC: Message = Message {
+    name: "CSIDriverSpec",
+    fields: &[
+        ptr(1, "attachRequired", Bool),
+        ptr(2, "podInfoOnMount", Bool),
+        rep(3, "volumeLifecycleModes", Str),
+        ptr(4, "storageCapacity", Bool),
+        ptr(5, "fsGroupPolicy", Str),
+        rep(6, "tokenRequests", Ty::Message(&STORAGE_V1_TOKEN_REQUEST)),
+        ptr(7, "requiresRepublish", Bool),
+        ptr(8, "seLinuxMount", Bool),
+        ptr(9, "nodeAllocatableUpdatePeriodSeconds", Int),
+        ptr(10, "serviceAccountTokenInSecrets", Bool),
+    ],
+};
+
+static STORAGE_V1_CSI_NODE_SPEC: Message = Message {
+    name: "CSINodeSpec",
+    fields: &[rep(1, "drivers", Ty::Message(&STORAGE_V1_CSI_NODE_DRIVER))],
+};
+
+static META_V1_LABEL_SELECTOR: Message = Message {
+    name: "LabelSelector",
+    fields: &[
+        map(1, "matchLabels", &Str),
+        rep(
+            2,
+            "matchExpressions",
+            Ty::Message(&META_V1_LABEL_SELECTOR_REQUIREMENT),
+        ),
+    ],
+};
+
+static STORAGE_V1_VOLUME_ATTACHMENT_SPEC: Message = Message {
+    name: "VolumeAttachmentSpec",
+    fields: &[
+        ptr(1, "attacher", Str),
+        val(
+            2,
+            "source",
+            Ty::Message(&STORAGE_V1_VOLUME_ATTACHMENT_SOURCE),
+        ),
+        ptr(3, "nodeName", Str),
+    ],
+};
+
+static STORAGE_V1_VOLUME_ATTACHMENT_STATUS: Message = Message {
+    name: "VolumeAttachmentStatus",
+    fields: &[
+        ptr(1, "attached", Bool),
+        map(2, "attachmentMetadata", &Str),
+        ptr(3, "attachError", Ty::Message(&STORAGE_V1_VOLUME_ERROR)),
+        ptr(4, "detachError", Ty::Message(&STORAGE_V1_VOLUME_ERROR)),
+    ],
+};
+
+static NETWORKING_V1_IP_ADDRESS_SPEC: Message = Message {
+    name: "IPAddressSpec",
+    fields: &[ptr(
+        1,
+        "parentRef",
+        Ty::Message(&NETWORKING_V1_PARENT_REFERENCE),
+    )],
+};
+
+static NETWORKING_V1_SERVICE_CIDR_SPEC: Message = Message {
+    name: "ServiceCIDRSpec",
+    fields: &[rep(1, "cidrs", Str)],
+};
+
+static NETWORKING_V1_SERVICE_CIDR_STATUS: Message = Message {
+    name: "ServiceCIDRStatus",
+    fields: &[rep(1, "conditions", Ty::Message(&META_V1_CONDITION))],
 };
 
 static APIEXTENSIONS_V1_CUSTOM_RESOURCE_DEFINITION_SPEC: Message = Message {
@@ -1738,18 +2167,6 @@ static CORE_V1_NODE_FEATURES: Message = Message {
     fields: &[ptr(1, "supplementalGroupsPolicy", Bool)],
 };
 
-static META_V1_LABEL_SELECTOR: Message = Message {
-    name: "LabelSelector",
-    fields: &[
-        map(1, "matchLabels", &Str),
-        rep(
-            2,
-            "matchExpressions",
-            Ty::Message(&META_V1_LABEL_SELECTOR_REQUIREMENT),
-        ),
-    ],
-};
-
 static CORE_V1_VOLUME_RESOURCE_REQUIREMENTS: Message = Message {
     name: "VolumeResourceRequirements",
     fields: &[map(1, "limits", &Quantity), map(2, "requests", &Quantity)],
@@ -1908,14 +2325,6 @@ static CORE_V1_SCOPE_SELECTOR: Message = Message {
     )],
 };
 
-static CORE_V1_POD_TEMPLATE_SPEC: Message = Message {
-    name: "PodTemplateSpec",
-    fields: &[
-        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
-        val(2, "spec", Ty::Message(&CORE_V1_POD_SPEC)),
-    ],
-};
-
 static CORE_V1_REPLICATION_CONTROLLER_CONDITION: Message = Message {
     name: "ReplicationControllerCondition",
     fields: &[
@@ -2015,6 +2424,230 @@ static APPS_V1_STATEFUL_SET_CONDITION: Message = Message {
         ptr(3, "lastTransitionTime", Time),
         val(4, "reason", Str),
         val(5, "message", Str),
+    ],
+};
+
+static AUTOSCALING_V1_CROSS_VERSION_OBJECT_REFERENCE: Message = Message {
+    name: "CrossVersionObjectReference",
+    fields: &[
+        ptr(1, "kind", Str),
+        ptr(2, "name", Str),
+        val(3, "apiVersion", Str),
+    ],
+};
+
+static AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE: Message = Message {
+    name: "CrossVersionObjectReference",
+    fields: &[
+        ptr(1, "kind", Str),
+        ptr(2, "name", Str),
+        val(3, "apiVersion", Str),
+    ],
+};
+
+static AUTOSCALING_V2_METRIC_SPEC: Message = Message {
+    name: "MetricSpec",
+    fields: &[
+        ptr(1, "type", Str),
+        ptr(
+            2,
+            "object",
+            Ty::Message(&AUTOSCALING_V2_OBJECT_METRIC_SOURCE),
+        ),
+        ptr(3, "pods", Ty::Message(&AUTOSCALING_V2_PODS_METRIC_SOURCE)),
+        ptr(
+            4,
+            "resource",
+            Ty::Message(&AUTOSCALING_V2_RESOURCE_METRIC_SOURCE),
+        ),
+        ptr(
+            7,
+            "containerResource",
+            Ty::Message(&AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_SOURCE),
+        ),
+        ptr(
+            5,
+            "external",
+            Ty::Message(&AUTOSCALING_V2_EXTERNAL_METRIC_SOURCE),
+        ),
+    ],
+};
+
+static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_BEHAVIOR: Message = Message {
+    name: "HorizontalPodAutoscalerBehavior",
+    fields: &[
+        ptr(1, "scaleUp", Ty::Message(&AUTOSCALING_V2_HPA_SCALING_RULES)),
+        ptr(
+            2,
+            "scaleDown",
+            Ty::Message(&AUTOSCALING_V2_HPA_SCALING_RULES),
+        ),
+    ],
+};
+
+static AUTOSCALING_V2_METRIC_STATUS: Message = Message {
+    name: "MetricStatus",
+    fields: &[
+        ptr(1, "type", Str),
+        ptr(
+            2,
+            "object",
+            Ty::Message(&AUTOSCALING_V2_OBJECT_METRIC_STATUS),
+        ),
+        ptr(3, "pods", Ty::Message(&AUTOSCALING_V2_PODS_METRIC_STATUS)),
+        ptr(
+            4,
+            "resource",
+            Ty::Message(&AUTOSCALING_V2_RESOURCE_METRIC_STATUS),
+        ),
+        ptr(
+            7,
+            "containerResource",
+            Ty::Message(&AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_STATUS),
+        ),
+        ptr(
+            5,
+            "external",
+            Ty::Message(&AUTOSCALING_V2_EXTERNAL_METRIC_STATUS),
+        ),
+    ],
+};
+
+static AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER_CONDITION: Message = Message {
+    name: "HorizontalPodAutoscalerCondition",
+    fields: &[
+        ptr(1, "type", Str),
+        ptr(2, "status", Str),
+        ptr(3, "lastTransitionTime", Time),
+        val(4, "reason", Str),
+        val(5, "message", Str),
+    ],
+};
+
+static CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST_CONDITION: Message = Message {
+    name: "CertificateSigningRequestCondition",
+    fields: &[
+        ptr(1, "type", Str),
+        ptr(6, "status", Str),
+        val(2, "reason", Str),
+        val(3, "message", Str),
+        ptr(4, "lastUpdateTime", Time),
+        ptr(5, "lastTransitionTime", Time),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_SELECTOR: Message = Message {
+    name: "DeviceSelector",
+    fields: &[ptr(1, "cel", Ty::Message(&RESOURCE_V1_CEL_DEVICE_SELECTOR))],
+};
+
+static RESOURCE_V1_DEVICE_CLASS_CONFIGURATION: Message = Message {
+    name: "DeviceClassConfiguration",
+    fields: &[inline(1, &RESOURCE_V1_DEVICE_CONFIGURATION)],
+};
+
+static RESOURCE_V1_DEVICE_CLAIM: Message = Message {
+    name: "DeviceClaim",
+    fields: &[
+        rep(1, "requests", Ty::Message(&RESOURCE_V1_DEVICE_REQUEST)),
+        rep(
+            2,
+            "constraints",
+            Ty::Message(&RESOURCE_V1_DEVICE_CONSTRAINT),
+        ),
+        rep(
+            3,
+            "config",
+            Ty::Message(&RESOURCE_V1_DEVICE_CLAIM_CONFIGURATION),
+        ),
+    ],
+};
+
+static RESOURCE_V1_ALLOCATION_RESULT: Message = Message {
+    name: "AllocationResult",
+    fields: &[
+        val(
+            1,
+            "devices",
+            Ty::Message(&RESOURCE_V1_DEVICE_ALLOCATION_RESULT),
+        ),
+        ptr(3, "nodeSelector", Ty::Message(&CORE_V1_NODE_SELECTOR)),
+        ptr(5, "allocationTimestamp", Time),
+    ],
+};
+
+static RESOURCE_V1_RESOURCE_CLAIM_CONSUMER_REFERENCE: Message = Message {
+    name: "ResourceClaimConsumerReference",
+    fields: &[
+        val(1, "apiGroup", Str),
+        ptr(3, "resource", Str),
+        ptr(4, "name", Str),
+        ptr(5, "uid", Str),
+    ],
+};
+
+static RESOURCE_V1_ALLOCATED_DEVICE_STATUS: Message = Message {
+    name: "AllocatedDeviceStatus",
+    fields: &[
+        ptr(1, "driver", Str),
+        ptr(2, "pool", Str),
+        ptr(3, "device", Str),
+        ptr(7, "shareID", Str),
+        rep(4, "conditions", Ty::Message(&META_V1_CONDITION)),
+        ptr(5, "data", RawJson),
+        ptr(
+            6,
+            "networkData",
+            Ty::Message(&RESOURCE_V1_NETWORK_DEVICE_DATA),
+        ),
+    ],
+};
+
+static RESOURCE_V1_RESOURCE_POOL: Message = Message {
+    name: "ResourcePool",
+    fields: &[
+        ptr(1, "name", Str),
+        ptr(2, "generation", Int),
+        ptr(3, "resourceSliceCount", Int),
+    ],
+};
+
+static CORE_V1_NODE_SELECTOR: Message = Message {
+    name: "NodeSelector",
+    fields: &[rep(
+        1,
+        "nodeSelectorTerms",
+        Ty::Message(&CORE_V1_NODE_SELECTOR_TERM),
+    )],
+};
+
+static RESOURCE_V1_DEVICE: Message = Message {
+    name: "Device",
+    fields: &[
+        ptr(1, "name", Str),
+        map(2, "attributes", &RESOURCE_V1_DEVICE_ATTRIBUTE_VALUE),
+        map(3, "capacity", &RESOURCE_V1_DEVICE_CAPACITY_VALUE),
+        rep(
+            4,
+            "consumesCounters",
+            Ty::Message(&RESOURCE_V1_DEVICE_COUNTER_CONSUMPTION),
+        ),
+        ptr(5, "nodeName", Str),
+        ptr(6, "nodeSelector", Ty::Message(&CORE_V1_NODE_SELECTOR)),
+        ptr(7, "allNodes", Bool),
+        rep(8, "taints", Ty::Message(&RESOURCE_V1_DEVICE_TAINT)),
+        ptr(9, "bindsToNode", Bool),
+        rep(10, "bindingConditions", Str),
+        rep(11, "bindingFailureConditions", Str),
+        ptr(12, "allowMultipleAllocations", Bool),
+    ],
+};
+
+static RESOURCE_V1_COUNTER_SET: Message = Message {
+    name: "CounterSet",
+    fields: &[
+        ptr(1, "name", Str),
+        map(2, "counters", &RESOURCE_V1_COUNTER_VALUE),
     ],
 };
 
@@ -2125,6 +2758,65 @@ static NETWORKING_V1_NETWORK_POLICY_EGRESS_RULE: Message = Message {
 static CORE_V1_TOPOLOGY_SELECTOR_LABEL_REQUIREMENT: Message = Message {
     name: "TopologySelectorLabelRequirement",
     fields: &[ptr(1, "key", Str), rep(2, "values", Str)],
+};
+
+static STORAGE_V1_TOKEN_REQUEST: Message = Message {
+    name: "TokenRequest",
+    fields: &[ptr(1, "audience", Str), ptr(2, "expirationSeconds", Int)],
+};
+
+static STORAGE_V1_CSI_NODE_DRIVER: Message = Message {
+    name: "CSINodeDriver",
+    fields: &[
+        ptr(1, "name", Str),
+        ptr(2, "nodeID", Str),
+        rep(3, "topologyKeys", Str),
+        ptr(
+            4,
+            "allocatable",
+            Ty::Message(&STORAGE_V1_VOLUME_NODE_RESOURCES),
+        ),
+    ],
+};
+
+static META_V1_LABEL_SELECTOR_REQUIREMENT: Message = Message {
+    name: "LabelSelectorRequirement",
+    fields: &[
+        ptr(1, "key", Str),
+        ptr(2, "operator", Str),
+        rep(3, "values", Str),
+    ],
+};
+
+static STORAGE_V1_VOLUME_ATTACHMENT_SOURCE: Message = Message {
+    name: "VolumeAttachmentSource",
+    fields: &[
+        ptr(1, "persistentVolumeName", Str),
+        ptr(
+            2,
+            "inlineVolumeSpec",
+            Ty::Message(&CORE_V1_PERSISTENT_VOLUME_SPEC),
+        ),
+    ],
+};
+
+static STORAGE_V1_VOLUME_ERROR: Message = Message {
+    name: "VolumeError",
+    fields: &[
+        ptr(1, "time", Time),
+        val(2, "message", Str),
+        ptr(3, "errorCode", Int),
+    ],
+};
+
+static NETWORKING_V1_PARENT_REFERENCE: Message = Message {
+    name: "ParentReference",
+    fields: &[
+        val(1, "group", Str),
+        val(2, "resource", Str),
+        val(3, "namespace", Str),
+        val(4, "name", Str),
+    ],
 };
 
 static APIEXTENSIONS_V1_CUSTOM_RESOURCE_DEFINITION_NAMES: Message = Message {
@@ -2664,15 +3356,6 @@ static CORE_V1_NODE_RUNTIME_HANDLER_FEATURES: Message = Message {
     ],
 };
 
-static META_V1_LABEL_SELECTOR_REQUIREMENT: Message = Message {
-    name: "LabelSelectorRequirement",
-    fields: &[
-        ptr(1, "key", Str),
-        ptr(2, "operator", Str),
-        rep(3, "values", Str),
-    ],
-};
-
 static CORE_V1_GCE_PERSISTENT_DISK_VOLUME_SOURCE: Message = Message {
     name: "GCEPersistentDiskVolumeSource",
     fields: &[
@@ -2923,15 +3606,6 @@ static CORE_V1_CSI_PERSISTENT_VOLUME_SOURCE: Message = Message {
     ],
 };
 
-static CORE_V1_NODE_SELECTOR: Message = Message {
-    name: "NodeSelector",
-    fields: &[rep(
-        1,
-        "nodeSelectorTerms",
-        Ty::Message(&CORE_V1_NODE_SELECTOR_TERM),
-    )],
-};
-
 static CORE_V1_SCOPED_RESOURCE_SELECTOR_REQUIREMENT: Message = Message {
     name: "ScopedResourceSelectorRequirement",
     fields: &[
@@ -2963,6 +3637,262 @@ static APPS_V1_ROLLING_UPDATE_STATEFUL_SET_STRATEGY: Message = Message {
         ptr(1, "partition", Int),
         ptr(2, "maxUnavailable", IntOrString),
     ],
+};
+
+static AUTOSCALING_V2_OBJECT_METRIC_SOURCE: Message = Message {
+    name: "ObjectMetricSource",
+    fields: &[
+        val(
+            1,
+            "describedObject",
+            Ty::Message(&AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE),
+        ),
+        val(2, "target", Ty::Message(&AUTOSCALING_V2_METRIC_TARGET)),
+        val(3, "metric", Ty::Message(&AUTOSCALING_V2_METRIC_IDENTIFIER)),
+    ],
+};
+
+static AUTOSCALING_V2_PODS_METRIC_SOURCE: Message = Message {
+    name: "PodsMetricSource",
+    fields: &[
+        val(1, "metric", Ty::Message(&AUTOSCALING_V2_METRIC_IDENTIFIER)),
+        val(2, "target", Ty::Message(&AUTOSCALING_V2_METRIC_TARGET)),
+    ],
+};
+
+static AUTOSCALING_V2_RESOURCE_METRIC_SOURCE: Message = Message {
+    name: "ResourceMetricSource",
+    fields: &[
+        ptr(1, "name", Str),
+        val(2, "target", Ty::Message(&AUTOSCALING_V2_METRIC_TARGET)),
+    ],
+};
+
+static AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_SOURCE: Message = Message {
+    name: "ContainerResourceMetricSource",
+    fields: &[
+        ptr(1, "name", Str),
+        val(2, "target", Ty::Message(&AUTOSCALING_V2_METRIC_TARGET)),
+        ptr(3, "container", Str),
+    ],
+};
+
+static AUTOSCALING_V2_EXTERNAL_METRIC_SOURCE: Message = Message {
+    name: "ExternalMetricSource",
+    fields: &[
+        val(1, "metric", Ty::Message(&AUTOSCALING_V2_METRIC_IDENTIFIER)),
+        val(2, "target", Ty::Message(&AUTOSCALING_V2_METRIC_TARGET)),
+    ],
+};
+
+static AUTOSCALING_V2_HPA_SCALING_RULES: Message = Message {
+    name: "HPAScalingRules",
+    fields: &[
+        ptr(3, "stabilizationWindowSeconds", Int),
+        ptr(1, "selectPolicy", Str),
+        rep(
+            2,
+            "policies",
+            Ty::Message(&AUTOSCALING_V2_HPA_SCALING_POLICY),
+        ),
+        ptr(4, "tolerance", Quantity),
+    ],
+};
+
+static AUTOSCALING_V2_OBJECT_METRIC_STATUS: Message = Message {
+    name: "ObjectMetricStatus",
+    fields: &[
+        val(1, "metric", Ty::Message(&AUTOSCALING_V2_METRIC_IDENTIFIER)),
+        val(
+            2,
+            "current",
+            Ty::Message(&AUTOSCALING_V2_METRIC_VALUE_STATUS),
+        ),
+        val(
+            3,
+            "describedObject",
+            Ty::Message(&AUTOSCALING_V2_CROSS_VERSION_OBJECT_REFERENCE),
+        ),
+    ],
+};
+
+static AUTOSCALING_V2_PODS_METRIC_STATUS: Message = Message {
+    name: "PodsMetricStatus",
+    fields: &[
+        val(1, "metric", Ty::Message(&AUTOSCALING_V2_METRIC_IDENTIFIER)),
+        val(
+            2,
+            "current",
+            Ty::Message(&AUTOSCALING_V2_METRIC_VALUE_STATUS),
+        ),
+    ],
+};
+
+static AUTOSCALING_V2_RESOURCE_METRIC_STATUS: Message = Message {
+    name: "ResourceMetricStatus",
+    fields: &[
+        ptr(1, "name", Str),
+        val(
+            2,
+            "current",
+            Ty::Message(&AUTOSCALING_V2_METRIC_VALUE_STATUS),
+        ),
+    ],
+};
+
+static AUTOSCALING_V2_CONTAINER_RESOURCE_METRIC_STATUS: Message = Message {
+    name: "ContainerResourceMetricStatus",
+    fields: &[
+        ptr(1, "name", Str),
+        val(
+            2,
+            "current",
+            Ty::Message(&AUTOSCALING_V2_METRIC_VALUE_STATUS),
+        ),
+        ptr(3, "container", Str),
+    ],
+};
+
+static AUTOSCALING_V2_EXTERNAL_METRIC_STATUS: Message = Message {
+    name: "ExternalMetricStatus",
+    fields: &[
+        val(1, "metric", Ty::Message(&AUTOSCALING_V2_METRIC_IDENTIFIER)),
+        val(
+            2,
+            "current",
+            Ty::Message(&AUTOSCALING_V2_METRIC_VALUE_STATUS),
+        ),
+    ],
+};
+
+static RESOURCE_V1_CEL_DEVICE_SELECTOR: Message = Message {
+    name: "CELDeviceSelector",
+    fields: &[ptr(1, "expression", Str)],
+};
+
+static RESOURCE_V1_DEVICE_CONFIGURATION: Message = Message {
+    name: "DeviceConfiguration",
+    fields: &[ptr(
+        1,
+        "opaque",
+        Ty::Message(&RESOURCE_V1_OPAQUE_DEVICE_CONFIGURATION),
+    )],
+};
+
+static RESOURCE_V1_DEVICE_REQUEST: Message = Message {
+    name: "DeviceRequest",
+    fields: &[
+        ptr(1, "name", Str),
+        ptr(2, "exactly", Ty::Message(&RESOURCE_V1_EXACT_DEVICE_REQUEST)),
+        rep(
+            3,
+            "firstAvailable",
+            Ty::Message(&RESOURCE_V1_DEVICE_SUB_REQUEST),
+        ),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_CONSTRAINT: Message = Message {
+    name: "DeviceConstraint",
+    fields: &[
+        rep(1, "requests", Str),
+        ptr(2, "matchAttribute", Str),
+        ptr(3, "distinctAttribute", Str),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_CLAIM_CONFIGURATION: Message = Message {
+    name: "DeviceClaimConfiguration",
+    fields: &[
+        rep(1, "requests", Str),
+        inline(2, &RESOURCE_V1_DEVICE_CONFIGURATION),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_ALLOCATION_RESULT: Message = Message {
+    name: "DeviceAllocationResult",
+    fields: &[
+        rep(
+            1,
+            "results",
+            Ty::Message(&RESOURCE_V1_DEVICE_REQUEST_ALLOCATION_RESULT),
+        ),
+        rep(
+            2,
+            "config",
+            Ty::Message(&RESOURCE_V1_DEVICE_ALLOCATION_CONFIGURATION),
+        ),
+    ],
+};
+
+static RESOURCE_V1_NETWORK_DEVICE_DATA: Message = Message {
+    name: "NetworkDeviceData",
+    fields: &[
+        val(1, "interfaceName", Str),
+        rep(2, "ips", Str),
+        val(3, "hardwareAddress", Str),
+    ],
+};
+
+static CORE_V1_NODE_SELECTOR_TERM: Message = Message {
+    name: "NodeSelectorTerm",
+    fields: &[
+        rep(
+            1,
+            "matchExpressions",
+            Ty::Message(&CORE_V1_NODE_SELECTOR_REQUIREMENT),
+        ),
+        rep(
+            2,
+            "matchFields",
+            Ty::Message(&CORE_V1_NODE_SELECTOR_REQUIREMENT),
+        ),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_ATTRIBUTE: Message = Message {
+    name: "DeviceAttribute",
+    fields: &[
+        ptr(2, "int", Int),
+        ptr(3, "bool", Bool),
+        ptr(4, "string", Str),
+        ptr(5, "version", Str),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_CAPACITY: Message = Message {
+    name: "DeviceCapacity",
+    fields: &[
+        ptr(1, "value", Quantity),
+        ptr(
+            2,
+            "requestPolicy",
+            Ty::Message(&RESOURCE_V1_CAPACITY_REQUEST_POLICY),
+        ),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_COUNTER_CONSUMPTION: Message = Message {
+    name: "DeviceCounterConsumption",
+    fields: &[
+        ptr(1, "counterSet", Str),
+        map(2, "counters", &RESOURCE_V1_COUNTER_VALUE),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_TAINT: Message = Message {
+    name: "DeviceTaint",
+    fields: &[
+        ptr(1, "key", Str),
+        val(2, "value", Str),
+        ptr(3, "effect", Str),
+        ptr(4, "timeAdded", Time),
+    ],
+};
+
+static RESOURCE_V1_COUNTER: Message = Message {
+    name: "Counter",
+    fields: &[ptr(1, "value", Quantity)],
 };
 
 static BATCH_V1_POD_FAILURE_POLICY_RULE: Message = Message {
@@ -3032,6 +3962,11 @@ static NETWORKING_V1_NETWORK_POLICY_PEER: Message = Message {
         ptr(2, "namespaceSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
         ptr(3, "ipBlock", Ty::Message(&NETWORKING_V1_IP_BLOCK)),
     ],
+};
+
+static STORAGE_V1_VOLUME_NODE_RESOURCES: Message = Message {
+    name: "VolumeNodeResources",
+    fields: &[ptr(1, "count", Int)],
 };
 
 static APIEXTENSIONS_V1_CUSTOM_RESOURCE_VALIDATION: Message = Message {
@@ -3443,18 +4378,136 @@ static CORE_V1_SECRET_REFERENCE: Message = Message {
     fields: &[val(1, "name", Str), val(2, "namespace", Str)],
 };
 
-static CORE_V1_NODE_SELECTOR_TERM: Message = Message {
-    name: "NodeSelectorTerm",
+static AUTOSCALING_V2_METRIC_TARGET: Message = Message {
+    name: "MetricTarget",
     fields: &[
+        ptr(1, "type", Str),
+        ptr(2, "value", Quantity),
+        ptr(3, "averageValue", Quantity),
+        ptr(4, "averageUtilization", Int),
+    ],
+};
+
+static AUTOSCALING_V2_METRIC_IDENTIFIER: Message = Message {
+    name: "MetricIdentifier",
+    fields: &[
+        ptr(1, "name", Str),
+        ptr(2, "selector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+    ],
+};
+
+static AUTOSCALING_V2_HPA_SCALING_POLICY: Message = Message {
+    name: "HPAScalingPolicy",
+    fields: &[
+        ptr(1, "type", Str),
+        ptr(2, "value", Int),
+        ptr(3, "periodSeconds", Int),
+    ],
+};
+
+static AUTOSCALING_V2_METRIC_VALUE_STATUS: Message = Message {
+    name: "MetricValueStatus",
+    fields: &[
+        ptr(1, "value", Quantity),
+        ptr(2, "averageValue", Quantity),
+        ptr(3, "averageUtilization", Int),
+    ],
+};
+
+static RESOURCE_V1_OPAQUE_DEVICE_CONFIGURATION: Message = Message {
+    name: "OpaqueDeviceConfiguration",
+    fields: &[ptr(1, "driver", Str), ptr(2, "parameters", RawJson)],
+};
+
+static RESOURCE_V1_EXACT_DEVICE_REQUEST: Message = Message {
+    name: "ExactDeviceRequest",
+    fields: &[
+        ptr(1, "deviceClassName", Str),
+        rep(2, "selectors", Ty::Message(&RESOURCE_V1_DEVICE_SELECTOR)),
+        val(3, "allocationMode", Str),
+        val(4, "count", Int),
+        ptr(5, "adminAccess", Bool),
         rep(
-            1,
-            "matchExpressions",
-            Ty::Message(&CORE_V1_NODE_SELECTOR_REQUIREMENT),
+            6,
+            "tolerations",
+            Ty::Message(&RESOURCE_V1_DEVICE_TOLERATION),
         ),
+        ptr(
+            7,
+            "capacity",
+            Ty::Message(&RESOURCE_V1_CAPACITY_REQUIREMENTS),
+        ),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_SUB_REQUEST: Message = Message {
+    name: "DeviceSubRequest",
+    fields: &[
+        ptr(1, "name", Str),
+        ptr(2, "deviceClassName", Str),
+        rep(3, "selectors", Ty::Message(&RESOURCE_V1_DEVICE_SELECTOR)),
+        val(4, "allocationMode", Str),
+        val(5, "count", Int),
         rep(
-            2,
-            "matchFields",
-            Ty::Message(&CORE_V1_NODE_SELECTOR_REQUIREMENT),
+            6,
+            "tolerations",
+            Ty::Message(&RESOURCE_V1_DEVICE_TOLERATION),
+        ),
+        ptr(
+            7,
+            "capacity",
+            Ty::Message(&RESOURCE_V1_CAPACITY_REQUIREMENTS),
+        ),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_REQUEST_ALLOCATION_RESULT: Message = Message {
+    name: "DeviceRequestAllocationResult",
+    fields: &[
+        ptr(1, "request", Str),
+        ptr(2, "driver", Str),
+        ptr(3, "pool", Str),
+        ptr(4, "device", Str),
+        ptr(5, "adminAccess", Bool),
+        rep(
+            6,
+            "tolerations",
+            Ty::Message(&RESOURCE_V1_DEVICE_TOLERATION),
+        ),
+        rep(7, "bindingConditions", Str),
+        rep(8, "bindingFailureConditions", Str),
+        ptr(9, "shareID", Str),
+        map(10, "consumedCapacity", &Quantity),
+    ],
+};
+
+static RESOURCE_V1_DEVICE_ALLOCATION_CONFIGURATION: Message = Message {
+    name: "DeviceAllocationConfiguration",
+    fields: &[
+        ptr(1, "source", Str),
+        rep(2, "requests", Str),
+        inline(3, &RESOURCE_V1_DEVICE_CONFIGURATION),
+    ],
+};
+
+static CORE_V1_NODE_SELECTOR_REQUIREMENT: Message = Message {
+    name: "NodeSelectorRequirement",
+    fields: &[
+        ptr(1, "key", Str),
+        ptr(2, "operator", Str),
+        rep(3, "values", Str),
+    ],
+};
+
+static RESOURCE_V1_CAPACITY_REQUEST_POLICY: Message = Message {
+    name: "CapacityRequestPolicy",
+    fields: &[
+        ptr(1, "default", Quantity),
+        rep(3, "validValues", Quantity),
+        ptr(
+            4,
+            "validRange",
+            Ty::Message(&RESOURCE_V1_CAPACITY_REQUEST_POLICY_RANGE),
         ),
     ],
 };
@@ -3750,12 +4803,28 @@ static CORE_V1_SLEEP_ACTION: Message = Message {
     fields: &[ptr(1, "seconds", Int)],
 };
 
-static CORE_V1_NODE_SELECTOR_REQUIREMENT: Message = Message {
-    name: "NodeSelectorRequirement",
+static RESOURCE_V1_DEVICE_TOLERATION: Message = Message {
+    name: "DeviceToleration",
     fields: &[
-        ptr(1, "key", Str),
-        ptr(2, "operator", Str),
-        rep(3, "values", Str),
+        val(1, "key", Str),
+        val(2, "operator", Str),
+        val(3, "value", Str),
+        val(4, "effect", Str),
+        ptr(5, "tolerationSeconds", Int),
+    ],
+};
+
+static RESOURCE_V1_CAPACITY_REQUIREMENTS: Message = Message {
+    name: "CapacityRequirements",
+    fields: &[map(1, "requests", &Quantity)],
+};
+
+static RESOURCE_V1_CAPACITY_REQUEST_POLICY_RANGE: Message = Message {
+    name: "CapacityRequestPolicyRange",
+    fields: &[
+        ptr(1, "min", Quantity),
+        ptr(2, "max", Quantity),
+        ptr(3, "step", Quantity),
     ],
 };
 
@@ -3887,6 +4956,8 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
         "ReplicationController",
         &CORE_V1_REPLICATION_CONTROLLER,
     ),
+    ("v1", "PodTemplate", &CORE_V1_POD_TEMPLATE),
+    ("v1", "Binding", &CORE_V1_BINDING),
     (
         "apps/v1",
         "ControllerRevision",
@@ -3897,6 +4968,42 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("apps/v1", "ReplicaSet", &APPS_V1_REPLICA_SET),
     ("apps/v1", "StatefulSet", &APPS_V1_STATEFUL_SET),
     ("autoscaling/v1", "Scale", &AUTOSCALING_V1_SCALE),
+    (
+        "autoscaling/v1",
+        "HorizontalPodAutoscaler",
+        &AUTOSCALING_V1_HORIZONTAL_POD_AUTOSCALER,
+    ),
+    (
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        &AUTOSCALING_V2_HORIZONTAL_POD_AUTOSCALER,
+    ),
+    (
+        "certificates.k8s.io/v1",
+        "CertificateSigningRequest",
+        &CERTIFICATES_V1_CERTIFICATE_SIGNING_REQUEST,
+    ),
+    ("node.k8s.io/v1", "RuntimeClass", &NODE_V1_RUNTIME_CLASS),
+    (
+        "resource.k8s.io/v1",
+        "DeviceClass",
+        &RESOURCE_V1_DEVICE_CLASS,
+    ),
+    (
+        "resource.k8s.io/v1",
+        "ResourceClaim",
+        &RESOURCE_V1_RESOURCE_CLAIM,
+    ),
+    (
+        "resource.k8s.io/v1",
+        "ResourceClaimTemplate",
+        &RESOURCE_V1_RESOURCE_CLAIM_TEMPLATE,
+    ),
+    (
+        "resource.k8s.io/v1",
+        "ResourceSlice",
+        &RESOURCE_V1_RESOURCE_SLICE,
+    ),
     ("events.k8s.io/v1", "Event", &EVENTS_V1_EVENT),
     ("batch/v1", "CronJob", &BATCH_V1_CRON_JOB),
     ("batch/v1", "Job", &BATCH_V1_JOB),
@@ -3937,6 +5044,33 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
         "storage.k8s.io/v1",
         "StorageClass",
         &STORAGE_V1_STORAGE_CLASS,
+    ),
+    ("storage.k8s.io/v1", "CSIDriver", &STORAGE_V1_CSI_DRIVER),
+    ("storage.k8s.io/v1", "CSINode", &STORAGE_V1_CSI_NODE),
+    (
+        "storage.k8s.io/v1",
+        "CSIStorageCapacity",
+        &STORAGE_V1_CSI_STORAGE_CAPACITY,
+    ),
+    (
+        "storage.k8s.io/v1",
+        "VolumeAttachment",
+        &STORAGE_V1_VOLUME_ATTACHMENT,
+    ),
+    (
+        "storage.k8s.io/v1",
+        "VolumeAttributesClass",
+        &STORAGE_V1_VOLUME_ATTRIBUTES_CLASS,
+    ),
+    (
+        "networking.k8s.io/v1",
+        "IPAddress",
+        &NETWORKING_V1_IP_ADDRESS,
+    ),
+    (
+        "networking.k8s.io/v1",
+        "ServiceCIDR",
+        &NETWORKING_V1_SERVICE_CIDR,
     ),
     (
         "apiextensions.k8s.io/v1",

@@ -69,6 +69,9 @@ pub(super) enum Ty {
     IntOrString,
     /// `metav1.FieldsV1` / `runtime.RawExtension` `{raw = 1}` holding JSON bytes.
     RawJson,
+    /// A named string slice with its own message `{items = 1}` (certificates `ExtraValue`): a
+    /// JSON array of strings.
+    StringList,
     /// apiextensions `JSONSchemaPropsOrArray` `{schema = 1, jSONSchemas = 2}`: the array when it
     /// has items, else the schema.
     SchemaOrArray(&'static Message),
@@ -210,6 +213,7 @@ fn decode_value(ty: &Ty, value: WireValue<'_>) -> Option<Result<Option<Value>, D
         (Ty::Quantity, WireValue::Bytes(b)) => decode_quantity(b),
         (Ty::IntOrString, WireValue::Bytes(b)) => decode_int_or_string(b),
         (Ty::RawJson, WireValue::Bytes(b)) => decode_raw_json(b),
+        (Ty::StringList, WireValue::Bytes(b)) => decode_string_list(b),
         (Ty::Double, WireValue::Fixed64(bits)) => Ok(Some(double(f64::from_bits(bits)))),
         (Ty::SchemaOrArray(schema), WireValue::Bytes(b)) => decode_schema_or_array(schema, b),
         (Ty::SchemaOrBool(schema), WireValue::Bytes(b)) => decode_schema_or_bool(schema, b),
@@ -423,6 +427,24 @@ fn decode_schema_or_string_array(
     }))
 }
 
+fn decode_string_list(buf: &[u8]) -> Result<Option<Value>, DecodeError> {
+    let mut items = Vec::new();
+    let mut reader = FieldReader::new(buf);
+    while let Some((number, wire)) = reader.next_field()? {
+        match (number, wire) {
+            (1, WireValue::Bytes(b)) => items.push(Value::String(string(b))),
+            (1, _) => {
+                return Err(DecodeError::WireType {
+                    message: "ExtraValue",
+                    field: number,
+                });
+            }
+            _ => {}
+        }
+    }
+    Ok(Some(Value::Array(items)))
+}
+
 fn decode_raw_json(buf: &[u8]) -> Result<Option<Value>, DecodeError> {
     let mut raw: &[u8] = &[];
     let mut reader = FieldReader::new(buf);
@@ -610,6 +632,11 @@ impl Sampler {
             Ty::SchemaOrStringArray(_) => {
                 let mut out = Vec::new();
                 put(&mut out, 2, Payload::Bytes(format!("v{n}").into_bytes()));
+                Some(Payload::Bytes(out))
+            }
+            Ty::StringList => {
+                let mut out = Vec::new();
+                put(&mut out, 1, Payload::Bytes(format!("v{n}").into_bytes()));
                 Some(Payload::Bytes(out))
             }
         }

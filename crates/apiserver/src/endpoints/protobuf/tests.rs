@@ -418,12 +418,12 @@ fn unknown_fields_are_skipped_like_upstream() {
 
 #[test]
 fn unsupported_kind_is_415() {
-    // PodTemplate is a built-in kind this server does not serve.
-    let pod = core::PodTemplate {
+    // ComponentStatus is a built-in kind that is only read (never a request body).
+    let pod = core::ComponentStatus {
         metadata: Some(meta("p", "default")),
         ..Default::default()
     };
-    let err = decode_kubernetes_protobuf(&envelope("v1", "PodTemplate", &pod)).unwrap_err();
+    let err = decode_kubernetes_protobuf(&envelope("v1", "ComponentStatus", &pod)).unwrap_err();
     assert_eq!(err.code(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
     assert_eq!(err.reason(), "UnsupportedMediaType");
     assert_eq!(
@@ -1040,6 +1040,10 @@ fn every_kind_fully_populated_matches_prost() {
         networking::v1 as net, policy::v1 as pol, rbac::v1 as rbac, scheduling::v1 as sched,
         storage::v1 as storage,
     };
+    use k8s_pb::api::{
+        autoscaling::v2 as autoscaling2, certificates::v1 as certs, node::v1 as node,
+        resource::v1 as dra,
+    };
     use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
     type Check = fn(&str, &str) -> Vec<String>;
@@ -1189,6 +1193,87 @@ fn every_kind_fully_populated_matches_prost() {
             "apiregistration.k8s.io/v1",
             "APIService",
             check_against_prost::<apireg::APIService>,
+        ),
+        (
+            "v1",
+            "PodTemplate",
+            check_against_prost::<core::PodTemplate>,
+        ),
+        ("v1", "Binding", check_against_prost::<core::Binding>),
+        (
+            "autoscaling/v1",
+            "HorizontalPodAutoscaler",
+            check_against_prost::<autoscaling::HorizontalPodAutoscaler>,
+        ),
+        (
+            "autoscaling/v2",
+            "HorizontalPodAutoscaler",
+            check_against_prost::<autoscaling2::HorizontalPodAutoscaler>,
+        ),
+        (
+            "certificates.k8s.io/v1",
+            "CertificateSigningRequest",
+            check_against_prost::<certs::CertificateSigningRequest>,
+        ),
+        (
+            "node.k8s.io/v1",
+            "RuntimeClass",
+            check_against_prost::<node::RuntimeClass>,
+        ),
+        (
+            "resource.k8s.io/v1",
+            "DeviceClass",
+            check_against_prost::<dra::DeviceClass>,
+        ),
+        (
+            "resource.k8s.io/v1",
+            "ResourceClaim",
+            check_against_prost::<dra::ResourceClaim>,
+        ),
+        (
+            "resource.k8s.io/v1",
+            "ResourceClaimTemplate",
+            check_against_prost::<dra::ResourceClaimTemplate>,
+        ),
+        (
+            "resource.k8s.io/v1",
+            "ResourceSlice",
+            check_against_prost::<dra::ResourceSlice>,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "CSIDriver",
+            check_against_prost::<storage::CSIDriver>,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "CSINode",
+            check_against_prost::<storage::CSINode>,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "CSIStorageCapacity",
+            check_against_prost::<storage::CSIStorageCapacity>,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "VolumeAttachment",
+            check_against_prost::<storage::VolumeAttachment>,
+        ),
+        (
+            "storage.k8s.io/v1",
+            "VolumeAttributesClass",
+            check_against_prost::<storage::VolumeAttributesClass>,
+        ),
+        (
+            "networking.k8s.io/v1",
+            "IPAddress",
+            check_against_prost::<net::IPAddress>,
+        ),
+        (
+            "networking.k8s.io/v1",
+            "ServiceCIDR",
+            check_against_prost::<net::ServiceCIDR>,
         ),
     ];
     let mut failures = Vec::new();

@@ -7,6 +7,7 @@ pub mod namespaces;
 pub mod others;
 pub mod pods;
 pub mod services;
+pub mod templates;
 pub mod volumes;
 pub mod workloads;
 
@@ -24,8 +25,11 @@ pub fn resources() -> Vec<ResourceDef> {
         others::nodes(),
         volumes::persistentvolumeclaims(),
         volumes::persistentvolumes(),
+        templates::podtemplates(),
         others::limitranges(),
         others::resourcequotas(),
         workloads::replicationcontrollers(),
+        templates::bindings(),
+        templates::componentstatuses(),
     ]
 }

@@ -108,7 +108,11 @@ async fn delete_answers_with_the_object_or_a_status_as_upstream() {
         )
         .await;
     let (status, body) = api
-        .json(Method::DELETE, "/api/v1/namespaces/default/configmaps/c", None)
+        .json(
+            Method::DELETE,
+            "/api/v1/namespaces/default/configmaps/c",
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(
@@ -135,7 +139,10 @@ async fn delete_answers_with_the_object_or_a_status_as_upstream() {
             .json(Method::DELETE, &format!("{path}/{name}"), None)
             .await;
         assert_eq!(status, StatusCode::OK, "{body}");
-        assert_eq!(body["metadata"]["uid"], created["metadata"]["uid"], "{body}");
+        assert_eq!(
+            body["metadata"]["uid"], created["metadata"]["uid"],
+            "{body}"
+        );
         assert_ne!(body["kind"], "Status", "{body}");
     }
 
@@ -167,17 +174,29 @@ async fn a_bound_pod_terminates_gracefully_and_a_shorter_grace_period_wins() {
 
     // A longer period changes nothing.
     let (_, again) = api
-        .json(Method::DELETE, &format!("{PODS}/web?gracePeriodSeconds=60"), None)
+        .json(
+            Method::DELETE,
+            &format!("{PODS}/web?gracePeriodSeconds=60"),
+            None,
+        )
         .await;
     assert_eq!(again, marked);
     // A shorter one shortens it.
     let (_, shorter) = api
-        .json(Method::DELETE, &format!("{PODS}/web?gracePeriodSeconds=5"), None)
+        .json(
+            Method::DELETE,
+            &format!("{PODS}/web?gracePeriodSeconds=5"),
+            None,
+        )
         .await;
     assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 5);
     // Zero removes it.
     let (status, _) = api
-        .json(Method::DELETE, &format!("{PODS}/web?gracePeriodSeconds=0"), None)
+        .json(
+            Method::DELETE,
+            &format!("{PODS}/web?gracePeriodSeconds=0"),
+            None,
+        )
         .await;
     assert_eq!(status, StatusCode::OK);
     let (status, _) = api.json(Method::GET, &format!("{PODS}/web"), None).await;
@@ -191,7 +210,8 @@ async fn a_bound_pod_terminates_gracefully_and_a_shorter_grace_period_wins() {
         .json(Method::PUT, &format!("{PODS}/done/status"), Some(done))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    api.json(Method::DELETE, &format!("{PODS}/done"), None).await;
+    api.json(Method::DELETE, &format!("{PODS}/done"), None)
+        .await;
     let (status, _) = api.json(Method::GET, &format!("{PODS}/done"), None).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     server.stop().await;
@@ -207,7 +227,11 @@ async fn binding_assigns_a_node_once_with_annotations() {
             "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
     };
     let (status, body) = api
-        .json(Method::POST, &format!("{PODS}/web/binding"), Some(binding("web", "n1")))
+        .json(
+            Method::POST,
+            &format!("{PODS}/web/binding"),
+            Some(binding("web", "n1")),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(
@@ -220,7 +244,11 @@ async fn binding_assigns_a_node_once_with_annotations() {
     assert_eq!(bound["status"]["conditions"][0]["type"], "PodScheduled");
 
     let (status, body) = api
-        .json(Method::POST, &format!("{PODS}/web/binding"), Some(binding("web", "n2")))
+        .json(
+            Method::POST,
+            &format!("{PODS}/web/binding"),
+            Some(binding("web", "n2")),
+        )
         .await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_status(
@@ -230,7 +258,11 @@ async fn binding_assigns_a_node_once_with_annotations() {
         "Operation cannot be fulfilled on pods/binding \"web\": pod web is already assigned to node \"n1\"",
     );
     let (status, body) = api
-        .json(Method::POST, &format!("{PODS}/web/binding"), Some(binding("other", "n2")))
+        .json(
+            Method::POST,
+            &format!("{PODS}/web/binding"),
+            Some(binding("other", "n2")),
+        )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_status(
@@ -240,7 +272,11 @@ async fn binding_assigns_a_node_once_with_annotations() {
         "name in URL does not match name in Binding object",
     );
     let (status, body) = api
-        .json(Method::POST, &format!("{PODS}/missing/binding"), Some(binding("missing", "n2")))
+        .json(
+            Method::POST,
+            &format!("{PODS}/missing/binding"),
+            Some(binding("missing", "n2")),
+        )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     assert_status(&body, 404, "NotFound", "pods \"missing\" not found");
@@ -259,7 +295,9 @@ async fn log_exec_attach_and_portforward_of_an_unscheduled_pod_answer_as_upstrea
         .await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     assert_eq!(text, "");
-    let (status, body) = api.json(Method::GET, &format!("{PODS}/two/log"), None).await;
+    let (status, body) = api
+        .json(Method::GET, &format!("{PODS}/two/log"), None)
+        .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_status(
         &body,
@@ -270,7 +308,12 @@ async fn log_exec_attach_and_portforward_of_an_unscheduled_pod_answer_as_upstrea
     let (_, body) = api
         .json(Method::GET, &format!("{PODS}/one/log?container=zz"), None)
         .await;
-    assert_status(&body, 400, "BadRequest", "container zz is not valid for pod one");
+    assert_status(
+        &body,
+        400,
+        "BadRequest",
+        "container zz is not valid for pod one",
+    );
     let (_, body) = api
         .json(Method::GET, &format!("{PODS}/one/log?tailLines=-1"), None)
         .await;
@@ -282,7 +325,11 @@ async fn log_exec_attach_and_portforward_of_an_unscheduled_pod_answer_as_upstrea
     );
 
     // exec, attach, portforward: GET and POST, with and without an upgrade.
-    for sub in ["exec?command=ls&stdout=true", "attach?stdout=true", "portforward?ports=80"] {
+    for sub in [
+        "exec?command=ls&stdout=true",
+        "attach?stdout=true",
+        "portforward?ports=80",
+    ] {
         for method in [Method::GET, Method::POST] {
             for headers in [
                 &[][..],
@@ -300,12 +347,21 @@ async fn log_exec_attach_and_portforward_of_an_unscheduled_pod_answer_as_upstrea
                     .await;
                 assert_eq!(status, StatusCode::BAD_REQUEST, "{sub} {method} {text}");
                 let body: Value = serde_json::from_str(&text).unwrap();
-                assert_status(&body, 400, "BadRequest", "pod one does not have a host assigned");
+                assert_status(
+                    &body,
+                    400,
+                    "BadRequest",
+                    "pod one does not have a host assigned",
+                );
             }
         }
     }
     let (_, body) = api
-        .json(Method::POST, &format!("{PODS}/missing/exec?command=ls"), None)
+        .json(
+            Method::POST,
+            &format!("{PODS}/missing/exec?command=ls"),
+            None,
+        )
         .await;
     assert_status(&body, 404, "NotFound", "pods \"missing\" not found");
     // Bound to a node that does not exist: upstream's node lookup fails.
@@ -385,7 +441,11 @@ async fn create_budget(api: &Api, allowed: i64) {
     let mut with_status = created.clone();
     with_status["status"] = pdb(allowed)["status"].clone();
     let (status, body) = api
-        .json(Method::PUT, &format!("{path}/budget/status"), Some(with_status))
+        .json(
+            Method::PUT,
+            &format!("{path}/budget/status"),
+            Some(with_status),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
@@ -414,21 +474,39 @@ async fn eviction_respects_the_disruption_budget() {
     create_budget(&api, 1).await;
 
     let (status, body) = api
-        .json(Method::POST, &format!("{PODS}/web-1/eviction"), Some(eviction("web-1", "v1")))
+        .json(
+            Method::POST,
+            &format!("{PODS}/web-1/eviction"),
+            Some(eviction("web-1", "v1")),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["status"], "Success");
     // Bound: the pod terminates gracefully, marked as a disruption target.
     let (_, evicted) = api.json(Method::GET, &format!("{PODS}/web-1"), None).await;
-    assert_eq!(evicted["metadata"]["deletionGracePeriodSeconds"], 30, "{evicted}");
+    assert_eq!(
+        evicted["metadata"]["deletionGracePeriodSeconds"], 30,
+        "{evicted}"
+    );
     let conditions = evicted["status"]["conditions"].as_array().unwrap();
-    assert!(conditions.iter().any(|c| c["type"] == "DisruptionTarget"
-        && c["reason"] == "EvictionByEvictionAPI"), "{evicted}");
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c["type"] == "DisruptionTarget" && c["reason"] == "EvictionByEvictionAPI"),
+        "{evicted}"
+    );
     let (_, budget) = api
-        .json(Method::GET, "/apis/policy/v1/namespaces/default/poddisruptionbudgets/budget", None)
+        .json(
+            Method::GET,
+            "/apis/policy/v1/namespaces/default/poddisruptionbudgets/budget",
+            None,
+        )
         .await;
     assert_eq!(budget["status"]["disruptionsAllowed"], 0, "{budget}");
-    assert!(budget["status"]["disruptedPods"]["web-1"].is_string(), "{budget}");
+    assert!(
+        budget["status"]["disruptedPods"]["web-1"].is_string(),
+        "{budget}"
+    );
 
     // No disruption left: 429 (policy/v1beta1 bodies are accepted too).
     let (status, text, headers) = api
@@ -466,7 +544,11 @@ async fn eviction_respects_the_disruption_budget() {
     )
     .await;
     let (status, body) = api
-        .json(Method::POST, &format!("{PODS}/web-2/eviction"), Some(eviction("web-2", "v1")))
+        .json(
+            Method::POST,
+            &format!("{PODS}/web-2/eviction"),
+            Some(eviction("web-2", "v1")),
+        )
         .await;
     assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
     assert_status(
@@ -479,16 +561,31 @@ async fn eviction_respects_the_disruption_budget() {
     // Pending pods skip budgets and go at once (unbound).
     create_pod(&api, pod("pending", None, &["app"])).await;
     let (status, _) = api
-        .json(Method::POST, &format!("{PODS}/pending/eviction"), Some(eviction("pending", "v1")))
+        .json(
+            Method::POST,
+            &format!("{PODS}/pending/eviction"),
+            Some(eviction("pending", "v1")),
+        )
         .await;
     assert_eq!(status, StatusCode::CREATED);
-    let (status, _) = api.json(Method::GET, &format!("{PODS}/pending"), None).await;
+    let (status, _) = api
+        .json(Method::GET, &format!("{PODS}/pending"), None)
+        .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
     let (status, body) = api
-        .json(Method::POST, &format!("{PODS}/web-2/eviction"), Some(eviction("other", "v1")))
+        .json(
+            Method::POST,
+            &format!("{PODS}/web-2/eviction"),
+            Some(eviction("other", "v1")),
+        )
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    assert_status(&body, 400, "BadRequest", "name in URL does not match name in Eviction object");
+    assert_status(
+        &body,
+        400,
+        "BadRequest",
+        "name in URL does not match name in Eviction object",
+    );
     server.stop().await;
 }
 
@@ -508,10 +605,18 @@ async fn discovery_lists_the_pod_subresources_with_upstreams_kinds_and_verbs() {
     for (name, kind, verbs) in [
         ("pods/attach", "PodAttachOptions", json!(["create", "get"])),
         ("pods/binding", "Binding", json!(["create"])),
-        ("pods/ephemeralcontainers", "Pod", json!(["get", "patch", "update"])),
+        (
+            "pods/ephemeralcontainers",
+            "Pod",
+            json!(["get", "patch", "update"]),
+        ),
         ("pods/exec", "PodExecOptions", json!(["create", "get"])),
         ("pods/log", "Pod", json!(["get"])),
-        ("pods/portforward", "PodPortForwardOptions", json!(["create", "get"])),
+        (
+            "pods/portforward",
+            "PodPortForwardOptions",
+            json!(["create", "get"]),
+        ),
         ("pods/status", "Pod", json!(["get", "patch", "update"])),
     ] {
         let r = find(name);
@@ -554,10 +659,7 @@ async fn kubectl_pod_lifecycle(tool: &str) {
     .await;
     assert_eq!(out.code, Some(0), "{out:?}");
     let out = kubectl(tool, &server, &["get", "pod", "bound"]).await;
-    assert!(
-        out.stderr.contains("pods \"bound\" not found"),
-        "{out:?}"
-    );
+    assert!(out.stderr.contains("pods \"bound\" not found"), "{out:?}");
 
     // Logs of an unscheduled pod are empty; exec explains why it cannot run.
     let out = kubectl(tool, &server, &["logs", "pending"]).await;
@@ -598,7 +700,13 @@ async fn kubectl_drain(tool: &str) {
     let out = kubectl(
         tool,
         &server,
-        &["drain", "n1", "--force", "--timeout=60s", "--grace-period=0"],
+        &[
+            "drain",
+            "n1",
+            "--force",
+            "--timeout=60s",
+            "--grace-period=0",
+        ],
     )
     .await;
     // Evicted through the eviction API; the pod is gone (grace period 0).
@@ -619,12 +727,19 @@ async fn kubectl_drain(tool: &str) {
     let out = kubectl(
         tool,
         &server,
-        &["create", "--raw", "/api/v1/namespaces/default/pods/web-2/eviction", "-f", &path],
+        &[
+            "create",
+            "--raw",
+            "/api/v1/namespaces/default/pods/web-2/eviction",
+            "-f",
+            &path,
+        ],
     )
     .await;
     assert_ne!(out.code, Some(0), "{out:?}");
     assert!(
-        out.stderr.contains("Cannot evict pod as it would violate the pod's disruption budget"),
+        out.stderr
+            .contains("Cannot evict pod as it would violate the pod's disruption budget"),
         "{out:?}"
     );
     server.stop().await;

@@ -172,7 +172,7 @@ pub async fn bind(
     };
     let (uid, resource_version) = (text("uid"), text("resourceVersion"));
     let preconditions =
-        (uid.is_some() || resource_version.is_some()).then(|| storage::Preconditions {
+        (uid.is_some() || resource_version.is_some()).then_some(storage::Preconditions {
             uid,
             resource_version,
         });

@@ -102,6 +102,7 @@ ROOTS = [
     ("v1", "Endpoints", "core_v1", "Endpoints"),
     ("v1", "Event", "core_v1", "Event"),
     ("v1", "Pod", "core_v1", "Pod"),
+    ("v1", "Binding", "core_v1", "Binding"),
     ("v1", "Node", "core_v1", "Node"),
     ("v1", "PersistentVolumeClaim", "core_v1", "PersistentVolumeClaim"),
     ("v1", "PersistentVolume", "core_v1", "PersistentVolume"),

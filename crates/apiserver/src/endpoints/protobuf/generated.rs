@@ -95,6 +95,14 @@ static CORE_V1_EVENT: Message = Message {
     ],
 };
 
+static CORE_V1_BINDING: Message = Message {
+    name: "Binding",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "target", Ty::Message(&CORE_V1_OBJECT_REFERENCE)),
+    ],
+};
+
 static CORE_V1_POD: Message = Message {
     name: "Pod",
     fields: &[
@@ -3873,6 +3881,7 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("v1", "Endpoints", &CORE_V1_ENDPOINTS),
     ("v1", "Event", &CORE_V1_EVENT),
     ("v1", "Pod", &CORE_V1_POD),
+    ("v1", "Binding", &CORE_V1_BINDING),
     ("v1", "Node", &CORE_V1_NODE),
     (
         "v1",

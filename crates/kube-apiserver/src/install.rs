@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apiserver::endpoints::openapi::OpenApiService;
-use apiserver::registry::rest::RestStorage;
+use apiserver::registry::rest::{DeleteOptions, RestStorage};
 use apiserver::registry::store::{StatusStore, Store, attrs_func};
 use apiserver::registry::{
     FieldError, ResourceInfo, SelectableFields, SharedStrategy, Strategy, TableColumn,
@@ -24,8 +24,13 @@ use crate::registry::binding::BindingsStorage;
 use crate::registry::componentstatus::ComponentStatusStorage;
 use crate::registry::converted::ConvertedStorage;
 use crate::registry::csr::{CsrStorage, CsrSubresource, CsrSubresourceKind};
+use crate::registry::binding::BindingStorage;
+use crate::registry::eviction::EvictionStorage;
 use crate::registry::namespace::{
     FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
+};
+use crate::registry::pod::{
+    EphemeralContainersStorage, LogStorage, StoreCell, Stream, StreamStorage,
 };
 use crate::registry::scale::{SCALED, ScaleStorage};
 use crate::registry::service::{ServiceRange, ServiceStorage};
@@ -90,7 +95,28 @@ impl Strategy for WithPatchSchema {
     fn before_delete(&self, obj: &Value) -> Result<(), ApiError> {
         self.inner.before_delete(obj)
     }
+    fn supports_graceful_delete(&self) -> bool {
+        self.inner.supports_graceful_delete()
+    }
+    fn check_graceful_delete(&self, obj: &Value, opts: &mut DeleteOptions) -> bool {
+        self.inner.check_graceful_delete(obj, opts)
+    }
 }
+
+/// The resources whose DELETE answers with the object instead of a `Success` Status, as
+/// `(group, resource)`: those whose upstream store sets `ReturnDeletedObject`.
+pub const RETURN_DELETED_OBJECT: [(&str, &str); 10] = [
+    ("", "pods"),
+    ("", "services"),
+    ("", "serviceaccounts"),
+    ("", "namespaces"),
+    ("", "persistentvolumes"),
+    ("", "persistentvolumeclaims"),
+    ("storage.k8s.io", "storageclasses"),
+    ("storage.k8s.io", "csidrivers"),
+    ("storage.k8s.io", "csinodes"),
+    ("storage.k8s.io", "volumeattachments"),
+];
 
 /// The storage key root of a resource: `<prefix>/<resource>` as kube-apiserver lays keys out,
 /// except that `events.k8s.io` events (stored apart from core events here) get their group.
@@ -185,6 +211,35 @@ fn install_unstored(
     }
 }
 
+/// The pod subresources besides `status`, as upstream's `PodStorage` serves them.
+fn install_pod_subresources(
+    gv: &mut ApiGroupVersion,
+    pods: &Store,
+    nodes: &StoreCell,
+    pdbs: &StoreCell,
+) {
+    let mut add = |sub: &str, storage: Arc<dyn RestStorage>| {
+        gv.resources.insert(format!("pods/{sub}"), storage);
+    };
+    add("binding", Arc::new(BindingStorage::new(pods.clone())));
+    add(
+        "eviction",
+        Arc::new(EvictionStorage::new(pods.clone(), pdbs.clone())),
+    );
+    add(
+        "ephemeralcontainers",
+        Arc::new(EphemeralContainersStorage::new(pods)),
+    );
+    add(
+        "log",
+        Arc::new(LogStorage::new(pods.clone(), nodes.clone())),
+    );
+    for stream in [Stream::Exec, Stream::Attach, Stream::PortForward] {
+        let storage = StreamStorage::new(pods.clone(), nodes.clone(), stream);
+        add(storage.subresource(), Arc::new(storage));
+    }
+}
+
 /// The OpenAPI service of the built-in API and its Swagger 2.0 document, built on first use
 /// (the base the apiextensions server merges custom resources into).
 pub type BuiltinOpenApi = (OpenApiService, apiextensions::BaseV2);
@@ -242,6 +297,8 @@ pub fn install_builtin_apis(
 
     let mut stores = Stores::new();
     let namespaces: NamespaceCell = Arc::default();
+    let nodes: StoreCell = Arc::default();
+    let pdbs: StoreCell = Arc::default();
     let mut legacy = None;
     let mut named = Vec::new();
     for group in groups {
@@ -263,7 +320,9 @@ pub fn install_builtin_apis(
                 let mut cache_config = CacherConfig::new(&format!("{root}/"));
                 cache_config.get_attrs = attrs_func(strategy.clone());
                 let cached: Arc<dyn Storage> = Arc::new(Cacher::new(storage.clone(), cache_config));
-                let store = Store::new(strategy, cached, &root);
+                let store = Store::new(strategy, cached, &root).with_return_deleted_object(
+                    RETURN_DELETED_OBJECT.contains(&(info.group.as_str(), info.resource.as_str())),
+                );
                 let main: Arc<dyn RestStorage> =
                     if info.group.is_empty() && info.resource == "namespaces" {
                         gv.resources.insert(
@@ -310,6 +369,9 @@ pub fn install_builtin_apis(
                     gv.resources
                         .insert(format!("{}/status", info.resource), status);
                 }
+                if info.group.is_empty() && info.resource == "pods" {
+                    install_pod_subresources(&mut gv, &store, &nodes, &pdbs);
+                }
                 if SCALED.contains(&(info.group.as_str(), info.resource.as_str())) {
                     gv.resources.insert(
                         format!("{}/scale", info.resource),
@@ -334,8 +396,14 @@ pub fn install_builtin_apis(
             named.push(info);
         }
     }
-    if let Some(store) = stores.get(&(String::new(), "namespaces".to_string())) {
-        let _ = namespaces.set(store.clone());
+    for (cell, group, resource) in [
+        (&namespaces, "", "namespaces"),
+        (&nodes, "", "nodes"),
+        (&pdbs, "policy", "poddisruptionbudgets"),
+    ] {
+        if let Some(store) = stores.get(&(group.to_string(), resource.to_string())) {
+            let _ = cell.set(store.clone());
+        }
     }
     if let Some(core) = legacy {
         server

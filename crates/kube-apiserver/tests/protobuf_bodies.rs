@@ -214,7 +214,9 @@ async fn every_served_kind_has_a_protobuf_table() {
                 });
             let verbs = resource["verbs"].as_array().unwrap();
             let writable = verbs.iter().any(|v| v == "create" || v == "update");
-            if !writable {
+            // Connect subresources (`pods/exec`, …) take their options from the query; no
+            // body is decoded, upstream neither.
+            if !writable || kind.ends_with("Options") {
                 continue;
             }
             seen += 1;

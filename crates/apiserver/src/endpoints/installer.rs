@@ -11,7 +11,8 @@ use http::StatusCode;
 use crate::body::{Request, Response};
 use crate::endpoints::discovery::{APIResource, storage_version_hash};
 use crate::endpoints::handlers::{
-    HandlerConfig, RequestParts, ResourceScope, create, delete, get, list, patch, update, watch,
+    HandlerConfig, RequestParts, ResourceScope, connect, create, delete, get, list, patch, update,
+    watch,
 };
 use crate::filters::{HttpService, service_fn};
 use crate::registry::rest::RestStorage;
@@ -115,6 +116,9 @@ impl GroupVersionHandler {
         check_route(scope, &verb, !info.name.is_empty(), all_namespaces)?;
         let (head, body) = req.into_parts();
         let parts = RequestParts::new(&http::Request::from_parts(head, crate::body::empty()), info);
+        if !scope.subresource.is_empty() && scope.storage.verbs().contains(&"connect") {
+            return connect::connect(scope, parts).await;
+        }
         match verb.as_str() {
             "get" => get::get(scope, parts).await,
             "list" => list::list(scope, parts).await,

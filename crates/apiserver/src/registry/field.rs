@@ -107,6 +107,11 @@ impl FieldError {
         Self::new(FieldErrorType::Duplicate, field, Some(value.into()), "")
     }
 
+    /// `Not found: <v>`.
+    pub fn not_found(field: &str, value: impl Into<Value>) -> Self {
+        Self::new(FieldErrorType::NotFound, field, Some(value.into()), "")
+    }
+
     /// `Unsupported value: <v>: supported values: "a", "b"`.
     pub fn not_supported(field: &str, value: impl Into<Value>, valid: &[&str]) -> Self {
         let detail = if valid.is_empty() {

@@ -192,6 +192,21 @@ pub trait Strategy: Send + Sync {
     fn before_delete(&self, _obj: &Value) -> Result<(), ApiError> {
         Ok(())
     }
+
+    /// Whether the resource is deleted gracefully (upstream: the strategy implements
+    /// `RESTGracefulDeleteStrategy`). Only then do deletions get a grace period, and a second
+    /// delete of an object whose graceful deletion is pending may only shorten it.
+    fn supports_graceful_delete(&self) -> bool {
+        false
+    }
+
+    /// Upstream `CheckGracefulDelete`, asked when an object not yet being deleted is deleted
+    /// (only if [`supports_graceful_delete`](Self::supports_graceful_delete)): whether to
+    /// delete it gracefully, with `opts.grace_period_seconds` set to the period to use (`0`:
+    /// mark it and remove it at once).
+    fn check_graceful_delete(&self, _obj: &Value, _opts: &mut rest::DeleteOptions) -> bool {
+        false
+    }
 }
 
 /// A shared strategy.

@@ -22,6 +22,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub struct RequestContext {
     /// Namespace from the URL (empty for cluster-scoped and all-namespaces requests).
     pub namespace: String,
+    /// The object name from the URL (empty on collections); subresource creates such as
+    /// `pods/{name}/binding` check the body's name against it (upstream `NamedCreater`).
+    pub name: String,
     /// The requesting user.
     pub user: Option<Arc<UserInfo>>,
     /// Where to add `Warning` headers.
@@ -149,6 +152,31 @@ impl DeleteOptions {
 /// called again after a conflict (upstream `UpdatedObjectInfo`). PATCH applies its patch here.
 pub type UpdateFunc = Box<dyn FnMut(Option<&Value>) -> Result<Value, ApiError> + Send>;
 
+/// A request to a connect subresource (upstream `rest.Connecter`, e.g. `pods/exec`, and the
+/// streaming `rest.GetterWithOptions` such as `pods/log`): its verb and its query, from
+/// which the storage decodes its own options (`PodExecOptions`, `PodLogOptions`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConnectRequest {
+    /// The request verb (`get` for GET, `create` for POST).
+    pub verb: String,
+    /// The raw query string.
+    pub query: String,
+}
+
+/// What a connect subresource answers when it does not fail.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConnectResponse {
+    /// No output at all (upstream's null stream): `204 No Content` without a body.
+    Empty,
+    /// A body of `content_type`, answered with `200 OK`.
+    Stream {
+        /// The `Content-Type` header.
+        content_type: String,
+        /// The body.
+        body: bytes::Bytes,
+    },
+}
+
 /// A watch event as the REST layer encodes it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ObjectEvent {
@@ -177,6 +205,12 @@ pub trait RestStorage: Send + Sync {
 
     /// The verbs served, for discovery (sorted by the caller).
     fn verbs(&self) -> Vec<&'static str>;
+
+    /// Whether request bodies of `api_version` (`group/version`) are accepted besides the
+    /// resource's own (upstream `GroupVersionAcceptor`, e.g. `policy/v1beta1` evictions).
+    fn accepts_group_version(&self, api_version: &str) -> bool {
+        api_version == self.info().api_version()
+    }
 
     /// GET of one object.
     fn get<'a>(
@@ -261,6 +295,17 @@ pub trait RestStorage: Send + Sync {
         Box::pin(async { Err(method_not_supported(self.info(), "deletecollection")) })
     }
 
+    /// CONNECT-style subresources (their [`verbs`](Self::verbs) include `"connect"`, which
+    /// discovery leaves out): every served verb on the item path comes here with the raw query.
+    fn connect<'a>(
+        &'a self,
+        _ctx: &'a RequestContext,
+        _name: &'a str,
+        _request: &'a ConnectRequest,
+    ) -> BoxFuture<'a, Result<ConnectResponse, ApiError>> {
+        Box::pin(async { Err(method_not_supported(self.info(), "connect")) })
+    }
+
     /// The strategy (table columns and rows, field validation) when the storage has one.
     fn strategy(&self) -> Option<&dyn super::Strategy> {
         None
@@ -282,6 +327,11 @@ pub trait WrappingStorage: Send + Sync {
     /// [`RestStorage::verbs`].
     fn verbs(&self) -> Vec<&'static str> {
         self.inner().verbs()
+    }
+
+    /// [`RestStorage::accepts_group_version`].
+    fn accepts_group_version(&self, api_version: &str) -> bool {
+        self.inner().accepts_group_version(api_version)
     }
 
     /// [`RestStorage::get`].
@@ -365,6 +415,16 @@ pub trait WrappingStorage: Send + Sync {
         self.inner().delete_collection(ctx, delete, list)
     }
 
+    /// [`RestStorage::connect`].
+    fn connect<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        request: &'a ConnectRequest,
+    ) -> BoxFuture<'a, Result<ConnectResponse, ApiError>> {
+        self.inner().connect(ctx, name, request)
+    }
+
     /// [`RestStorage::strategy`].
     fn strategy(&self) -> Option<&dyn super::Strategy> {
         self.inner().strategy()
@@ -377,6 +437,9 @@ impl<T: WrappingStorage> RestStorage for T {
     }
     fn verbs(&self) -> Vec<&'static str> {
         WrappingStorage::verbs(self)
+    }
+    fn accepts_group_version(&self, api_version: &str) -> bool {
+        WrappingStorage::accepts_group_version(self, api_version)
     }
     fn get<'a>(
         &'a self,
@@ -440,6 +503,14 @@ impl<T: WrappingStorage> RestStorage for T {
         list: &'a ListOptions,
     ) -> BoxFuture<'a, Result<Value, ApiError>> {
         WrappingStorage::delete_collection(self, ctx, delete, list)
+    }
+    fn connect<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        name: &'a str,
+        request: &'a ConnectRequest,
+    ) -> BoxFuture<'a, Result<ConnectResponse, ApiError>> {
+        WrappingStorage::connect(self, ctx, name, request)
     }
     fn strategy(&self) -> Option<&dyn super::Strategy> {
         WrappingStorage::strategy(self)

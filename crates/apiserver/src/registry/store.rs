@@ -7,6 +7,7 @@
 //! `<root>/<name>` for cluster-scoped ones, `<root>` being `<prefix>/<resource>`
 //! (`/registry/configmaps/default/foo`).
 
+mod delete;
 mod list_json;
 pub mod meta;
 pub mod options;
@@ -598,127 +599,6 @@ impl Store {
         }
     }
 
-    /// Upstream `BeforeDelete`'s early precondition checks, with its messages (the resource is
-    /// named by its kind there).
-    fn check_delete_preconditions(
-        &self,
-        obj: &Value,
-        opts: &DeleteOptions,
-    ) -> Result<(), ApiError> {
-        let Some(p) = &opts.preconditions else {
-            return Ok(());
-        };
-        let name = meta_str(obj, "name");
-        let conflict =
-            |why: String| ApiError::conflict(&self.res().group, &self.res().kind, name, &why);
-        if let Some(uid) = &p.uid {
-            let have = meta_str(obj, "uid");
-            if uid != have {
-                return Err(conflict(format!(
-                    "the UID in the precondition ({uid}) does not match the UID in record ({have}). The object might have been deleted and then recreated"
-                )));
-            }
-        }
-        if let Some(rv) = &p.resource_version {
-            let have = meta_str(obj, "resourceVersion");
-            if rv != have {
-                return Err(conflict(format!(
-                    "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({have}). The object might have been modified"
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// What DELETE answers once an object is gone (upstream `finalizeDelete`).
-    fn finalize_delete(&self, obj: Value) -> Result<Value, ApiError> {
-        if self.return_deleted_object {
-            return Ok(obj);
-        }
-        let status = crate::status::Status {
-            kind: "Status".into(),
-            api_version: "v1".into(),
-            status: "Success".into(),
-            details: Some(StatusDetails {
-                name: meta_str(&obj, "name").to_string(),
-                group: self.res().group.clone(),
-                // Upstream puts the resource in `kind` here.
-                kind: self.res().resource.clone(),
-                uid: meta_str(&obj, "uid").to_string(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        serde_json::to_value(status).map_err(ApiError::internal)
-    }
-
-    async fn delete_inner(
-        &self,
-        ctx: &RequestContext,
-        name: &str,
-        opts: &DeleteOptions,
-    ) -> Result<(Value, bool), ApiError> {
-        validate_delete_options(opts)?;
-        let key = self.key(&ctx.namespace, name)?;
-        let current = self
-            .storage
-            .get(&key, storage::GetOptions::default())
-            .await
-            .map_err(|e| self.api_err(e, Operation::Delete, name))?
-            .ok_or_else(|| self.not_found(name))?;
-        let obj = self.decode(&current)?;
-        self.check_delete_preconditions(&obj, opts)?;
-        self.strategy.before_delete(&obj)?;
-        let preconditions = opts.preconditions.as_ref().map(|p| storage::Preconditions {
-            uid: p.uid.clone(),
-            resource_version: p.resource_version.clone(),
-        });
-        // Objects with finalizers are only marked as being deleted; whoever removes the last
-        // finalizer deletes them (see `should_delete_during_update`). The `orphan` and
-        // `foregroundDeletion` finalizers of propagationPolicy are not added: there is no
-        // garbage collector to remove them.
-        if !finalizers(&obj).is_empty() {
-            if opts.is_dry_run() {
-                let mut marked = obj;
-                mark_as_deleting(&mut marked)?;
-                return Ok((marked, false));
-            }
-            let mut delete_now = false;
-            let result = {
-                let mut run = |cur: Option<&Object>| -> storage::Result<Bytes> {
-                    let cur = cur.ok_or_else(stop_update)?;
-                    let mut v = self.decode(cur).map_err(StorageError::Api)?;
-                    self.check_delete_preconditions(&v, opts)
-                        .and_then(|()| self.strategy.before_delete(&v))
-                        .map_err(StorageError::Api)?;
-                    if finalizers(&v).is_empty() {
-                        delete_now = true;
-                        return Err(stop_update());
-                    }
-                    mark_as_deleting(&mut v).map_err(StorageError::Api)?;
-                    Self::encode(&v).map_err(StorageError::Api)
-                };
-                self.storage
-                    .guaranteed_update(&key, false, preconditions.clone(), &mut run)
-                    .await
-            };
-            match result {
-                Ok(stored) => return Ok((self.decode(&stored)?, false)),
-                Err(e) if is_stop(&e) && delete_now => {}
-                Err(e) => return Err(self.api_err(e, Operation::Delete, name)),
-            }
-        }
-        if opts.is_dry_run() {
-            return Ok((self.finalize_delete(obj)?, true));
-        }
-        let deleted = self
-            .storage
-            .delete(&key, preconditions, None)
-            .await
-            .map_err(|e| self.api_err(e, Operation::Delete, name))?;
-        Ok((self.finalize_delete(self.decode(&deleted)?)?, true))
-    }
-
     /// Reads the page a LIST asks for.
     async fn list_page(
         &self,
@@ -974,25 +854,6 @@ impl Store {
             None => Err(self.not_found(name)),
         }
     }
-}
-
-/// Upstream `markAsDeleting`: a deletionTimestamp of now (kept when already set), a grace
-/// period of 0, and a generation bump for objects that track one.
-fn mark_as_deleting(obj: &mut Value) -> Result<(), ApiError> {
-    let deleting = is_deleting(obj);
-    let gen_now = generation(obj);
-    let m = meta_mut(obj)?;
-    if !deleting {
-        if gen_now > 0 {
-            m.insert("generation".into(), json!(gen_now + 1));
-        }
-        m.insert(
-            "deletionTimestamp".into(),
-            Value::String(meta::now_rfc3339()),
-        );
-    }
-    m.insert("deletionGracePeriodSeconds".into(), json!(0));
-    Ok(())
 }
 
 /// Upstream `shouldDeleteDuringUpdate`: the update removed the last finalizer of an object

@@ -21,7 +21,7 @@ pub fn default_pod_spec(spec: &mut Value) {
     default_key(map, "terminationGracePeriodSeconds", json!(30));
     default_key(map, "securityContext", json!({}));
     default_key(map, "enableServiceLinks", json!(true));
-    for list in ["initContainers", "containers"] {
+    for list in ["initContainers", "containers", "ephemeralContainers"] {
         if let Some(containers) = array_mut(spec, list) {
             for container in containers.iter_mut() {
                 default_container(container);

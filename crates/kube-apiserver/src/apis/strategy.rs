@@ -2,6 +2,7 @@
 //! plain functions (defaulting, validation, table, selectable fields) and its k8s-openapi type
 //! (type errors and unknown fields).
 
+use apiserver::registry::rest::DeleteOptions;
 use apiserver::registry::{FieldError, ResourceInfo, SelectableFields, Strategy, TableColumn};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -22,6 +23,9 @@ pub type ValidateFn = fn(&Value) -> Vec<FieldError>;
 pub type ValidateUpdateFn = fn(&Value, &Value) -> Vec<FieldError>;
 /// Extra field-selector fields.
 pub type SelectableFn = fn(&Value) -> SelectableFields;
+/// Upstream `CheckGracefulDelete`: whether to delete gracefully, with the period to use set
+/// in the options.
+pub type GracefulDeleteFn = fn(&Value, &mut DeleteOptions) -> bool;
 /// Table columns.
 pub type ColumnsFn = fn() -> Vec<TableColumn>;
 /// The cells of one row.
@@ -47,6 +51,7 @@ pub struct BuiltinStrategy {
     validate_update: Option<ValidateUpdateFn>,
     selectable: Option<SelectableFn>,
     table: Option<(ColumnsFn, RowFn)>,
+    graceful_delete: Option<GracefulDeleteFn>,
 }
 
 fn empty_status() -> Value {
@@ -73,6 +78,7 @@ impl BuiltinStrategy {
             validate_update: None,
             selectable: None,
             table: None,
+            graceful_delete: None,
         }
     }
 
@@ -160,6 +166,12 @@ impl BuiltinStrategy {
         self
     }
 
+    /// Graceful deletion (upstream `RESTGracefulDeleteStrategy`).
+    pub fn graceful_delete(mut self, f: GracefulDeleteFn) -> Self {
+        self.graceful_delete = Some(f);
+        self
+    }
+
     fn validate_common(&self, obj: &Value) -> Vec<FieldError> {
         // A mistyped object cannot be validated further; upstream's decoder stops there too.
         if let Some(err) = (self.type_error)(obj) {
@@ -240,6 +252,14 @@ impl Strategy for BuiltinStrategy {
 
     fn selectable_fields(&self, obj: &Value) -> SelectableFields {
         self.selectable.map(|f| f(obj)).unwrap_or_default()
+    }
+
+    fn supports_graceful_delete(&self) -> bool {
+        self.graceful_delete.is_some()
+    }
+
+    fn check_graceful_delete(&self, obj: &Value, opts: &mut DeleteOptions) -> bool {
+        self.graceful_delete.is_some_and(|f| f(obj, opts))
     }
 
     fn table_columns(&self) -> Vec<TableColumn> {

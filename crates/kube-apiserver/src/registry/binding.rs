@@ -1,94 +1,161 @@
-//! Binding a pod to a node (upstream `BindingREST`): what both the `pods/binding` subresource
-//! and the top-level core `bindings` resource (upstream `LegacyBindingREST`, create only) do.
-//!
-//! A binding sets the pod's `spec.nodeName`, merges the binding's annotations into the pod's and
-//! sets the `PodScheduled` condition, directly in storage (the pod strategy's update rules,
-//! which forbid changing `spec.nodeName`, do not apply). [`assign_pod`] is the shared logic;
-//! [`BindingsStorage`] serves `bindings`.
+//! Binding a pod to a node (upstream `BindingREST` in `pkg/registry/core/pod/storage`):
+//! `POST pods/{name}/binding` here, and shared with the top-level core `bindings` resource
+//! (upstream `LegacyBindingREST`), which calls [`bind`] with the name of the Binding object.
 
 use apiserver::registry::rest::{BoxFuture, CreateOptions, RequestContext, RestStorage};
 use apiserver::registry::store::Store;
-use apiserver::registry::store::meta::now_rfc3339;
-use apiserver::registry::{FieldError, ResourceInfo, SharedStrategy, Strategy, invalid};
+use apiserver::registry::{FieldError, ResourceInfo, SharedStrategy, Strategy};
 use apiserver::status::ApiError;
-use apiserver::storage::errors::Operation;
-use apiserver::storage::{self, Object, StorageError};
+use apiserver::storage::{self, Operation, StorageError};
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-/// Upstream `ValidatePodBinding`: `target.kind` is `Node` or empty, `target.name` is set.
-pub fn validate_binding(binding: &Value) -> Vec<FieldError> {
+use crate::apis::json::{array_at, str_at};
+
+/// Upstream `ValidatePodBinding`. Upstream returns the aggregate as a plain error, which its
+/// API renders as a 500; bad input is a 422 Invalid here (see the README's decisions).
+fn validate_binding(binding: &Value) -> Result<(), ApiError> {
     let mut errs = Vec::new();
-    let target = |field: &str| {
-        binding
-            .pointer(&format!("/target/{field}"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    };
-    if !target("kind").is_empty() && target("kind") != "Node" {
+    if let Some(kind) = str_at(binding, "target.kind").filter(|k| !k.is_empty() && *k != "Node") {
         errs.push(FieldError::not_supported(
             "target.kind",
-            target("kind"),
+            kind,
             &["Node", "<empty>"],
         ));
     }
-    if target("name").is_empty() {
+    if str_at(binding, "target.name")
+        .unwrap_or_default()
+        .is_empty()
+    {
         errs.push(FieldError::required("target.name", ""));
     }
-    errs
+    if errs.is_empty() {
+        return Ok(());
+    }
+    let name = str_at(binding, "metadata.name").unwrap_or_default();
+    Err(ApiError::invalid(
+        "",
+        "Binding",
+        name,
+        errs.iter().map(FieldError::to_cause).collect(),
+    ))
 }
 
-/// The `Success` Status a binding answers with.
-pub fn success_status() -> Value {
-    json!({
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Success",
-        "code": 201,
-    })
+/// upstream `assignPod`'s wrapping of a refusal: 409 on `pods/binding`.
+fn refused(pod: &str, why: String) -> ApiError {
+    ApiError::conflict("", "pods/binding", pod, &why)
 }
 
-/// Why a binding was refused, before it is worded as upstream's 409.
-fn refusal(message: String) -> StorageError {
-    StorageError::Internal(message)
+/// Upstream `podutil.UpdatePodCondition` for `PodScheduled=True`: the transition time
+/// changes only when the status does.
+fn set_scheduled(pod: &mut Value) -> Result<(), ApiError> {
+    let now = apiserver::registry::store::meta::now_rfc3339();
+    let top = pod
+        .as_object_mut()
+        .ok_or_else(|| ApiError::internal("the pod is not an object"))?;
+    let status = top
+        .entry("status")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(status) = status.as_object_mut() else {
+        return Err(ApiError::internal("the pod status is not an object"));
+    };
+    let conditions = status
+        .entry("conditions")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let Some(conditions) = conditions.as_array_mut() else {
+        return Err(ApiError::internal("the pod conditions are not a list"));
+    };
+    let fresh = json!({
+        "type": "PodScheduled",
+        "status": "True",
+        "lastProbeTime": null,
+        "lastTransitionTime": now,
+    });
+    match conditions
+        .iter_mut()
+        .find(|c| c.get("type") == Some(&json!("PodScheduled")))
+    {
+        Some(existing) => {
+            let mut updated = fresh;
+            if existing.get("status") == Some(&json!("True"))
+                && let Some(t) = existing.get("lastTransitionTime")
+            {
+                updated["lastTransitionTime"] = t.clone();
+            }
+            *existing = updated;
+        }
+        None => conditions.push(fresh),
+    }
+    Ok(())
 }
 
-/// Binds the pod named by `binding.metadata.name` in `namespace` to `binding.target.name`
-/// (upstream `BindingREST.Create` after its name check): validates the binding, then updates
-/// the pod in storage unless `dry_run`. Errors as upstream: 422 for an invalid binding, 404 for
-/// a missing pod, 409 `pods/binding` when the pod is being deleted, already bound, gated, or
-/// its UID or resourceVersion differ from the binding's.
-pub async fn assign_pod(
+/// The pod bound to `node` with the binding's annotations, or why it cannot be.
+fn bound_pod(
+    mut pod: Value,
+    pod_name: &str,
+    node: &str,
+    annotations: &Map<String, Value>,
+) -> Result<Value, ApiError> {
+    if pod
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(refused(
+            pod_name,
+            format!("pod {pod_name} is being deleted, cannot be assigned to a host"),
+        ));
+    }
+    if let Some(current) = str_at(&pod, "spec.nodeName").filter(|n| !n.is_empty()) {
+        return Err(refused(
+            pod_name,
+            format!("pod {pod_name} is already assigned to node {current:?}"),
+        ));
+    }
+    if !array_at(&pod, "spec.schedulingGates").is_empty() {
+        return Err(refused(
+            pod_name,
+            format!("pod {pod_name} has non-empty .spec.schedulingGates"),
+        ));
+    }
+    let spec = pod
+        .get_mut("spec")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ApiError::internal("the pod has no spec"))?;
+    spec.insert("nodeName".into(), json!(node));
+    let meta = pod
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ApiError::internal("the pod has no metadata"))?;
+    let merged = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !merged.is_object() {
+        *merged = Value::Object(Map::new());
+    }
+    if let Some(merged) = merged.as_object_mut() {
+        for (k, v) in annotations {
+            merged.insert(k.clone(), v.clone());
+        }
+    }
+    set_scheduled(&mut pod)?;
+    Ok(pod)
+}
+
+/// Binds the pod the `binding` names (in `ctx.namespace`) to its target node: sets
+/// `spec.nodeName`, merges the binding's annotations into the pod's and marks it
+/// `PodScheduled`, under the binding's uid and resourceVersion as preconditions. Answers the
+/// `Success` Status upstream's create returns (code 201).
+pub async fn bind(
     pods: &Store,
-    namespace: &str,
+    ctx: &RequestContext,
     binding: &Value,
     dry_run: bool,
-) -> Result<(), ApiError> {
-    let pod_name = binding
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
+) -> Result<Value, ApiError> {
+    validate_binding(binding)?;
+    let pod_name = str_at(binding, "metadata.name")
         .unwrap_or_default()
         .to_string();
-    let errs = validate_binding(binding);
-    if !errs.is_empty() {
-        let info = ResourceInfo {
-            kind: "Binding".into(),
-            ..Default::default()
-        };
-        return Err(invalid(&info, &pod_name, &errs));
-    }
-    let meta_str = |field: &str| {
-        binding
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-    };
-    let (uid, resource_version) = (meta_str("uid"), meta_str("resourceVersion"));
-    let node = binding
-        .pointer("/target/name")
-        .and_then(Value::as_str)
+    let node = str_at(binding, "target.name")
         .unwrap_or_default()
         .to_string();
     let annotations = binding
@@ -96,173 +163,116 @@ pub async fn assign_pod(
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
-    let key = pods.key(namespace, &pod_name)?;
-    let now = now_rfc3339();
-    let mut run = |cur: Option<&Object>| -> storage::Result<Bytes> {
-        let cur = cur.ok_or_else(|| StorageError::KeyNotFound {
-            key: String::new(),
-            resource_version: 0,
-        })?;
-        let mut pod: Value = serde_json::from_slice(&cur.value)
-            .map_err(|e| StorageError::Internal(e.to_string()))?;
-        bind(
-            &mut pod,
-            &pod_name,
-            uid.as_deref(),
-            resource_version.as_deref(),
-            &node,
-            &annotations,
-            &now,
-        )
-        .map_err(refusal)?;
-        serde_json::to_vec(&pod)
-            .map(Bytes::from)
-            .map_err(|e| StorageError::Internal(e.to_string()))
+    let key = pods.key(&ctx.namespace, &pod_name)?;
+    let text = |field: &str| {
+        str_at(binding, &format!("metadata.{field}"))
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
     };
-    let result = if dry_run {
-        match pods
+    let (uid, resource_version) = (text("uid"), text("resourceVersion"));
+    let preconditions =
+        (uid.is_some() || resource_version.is_some()).then_some(storage::Preconditions {
+            uid,
+            resource_version,
+        });
+    let decode = |o: &storage::Object| -> Result<Value, ApiError> {
+        serde_json::from_slice(&o.value).map_err(ApiError::internal)
+    };
+    let to_api = |e: StorageError| match e {
+        StorageError::Api(err) => err,
+        other => other.to_api_error(Operation::Update, "", "pods", &pod_name),
+    };
+    if dry_run {
+        let current = pods
             .storage()
             .get(&key, storage::GetOptions::default())
             .await
-        {
-            Ok(Some(cur)) => run(Some(&cur)).map(|_| ()),
-            Ok(None) => run(None).map(|_| ()),
-            Err(e) => Err(e),
+            .map_err(to_api)?
+            .ok_or_else(|| ApiError::not_found("", "pods", &pod_name))?;
+        if let Some(p) = &preconditions {
+            p.check(&key, &current).map_err(to_api)?;
         }
+        bound_pod(decode(&current)?, &pod_name, &node, &annotations)?;
     } else {
+        let mut run = |cur: Option<&storage::Object>| -> storage::Result<Bytes> {
+            let cur =
+                cur.ok_or_else(|| StorageError::Api(ApiError::not_found("", "pods", &pod_name)))?;
+            let pod = decode(cur).map_err(StorageError::Api)?;
+            let bound =
+                bound_pod(pod, &pod_name, &node, &annotations).map_err(StorageError::Api)?;
+            serde_json::to_vec(&bound)
+                .map(Bytes::from)
+                .map_err(StorageError::internal)
+        };
         pods.storage()
-            .guaranteed_update(&key, false, None, &mut run)
+            .guaranteed_update(&key, false, preconditions, &mut run)
             .await
-            .map(|_| ())
-    };
-    result.map_err(|err| match err {
-        StorageError::Internal(message) => {
-            ApiError::conflict("", "pods/binding", &pod_name, &message)
-        }
-        other => other.to_api_error(Operation::Update, "", "pods", &pod_name),
-    })
+            .map_err(to_api)?;
+    }
+    Ok(json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }))
 }
 
-/// The change a binding makes to a stored pod (upstream `setPodNodeNameAndMetadata`).
-fn bind(
-    pod: &mut Value,
-    name: &str,
-    uid: Option<&str>,
-    resource_version: Option<&str>,
-    node: &str,
-    annotations: &Map<String, Value>,
-    now: &str,
-) -> Result<(), String> {
-    let meta_str = |pod: &Value, field: &str| {
-        pod.pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
-    if pod
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
-    {
-        return Err(format!(
-            "pod {name} is being deleted, cannot be assigned to a host"
-        ));
-    }
-    if let Some(uid) = uid
-        && meta_str(pod, "uid") != uid
-    {
-        return Err(format!(
-            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-            meta_str(pod, "uid")
-        ));
-    }
-    if let Some(rv) = resource_version
-        && meta_str(pod, "resourceVersion") != rv
-    {
-        return Err(format!(
-            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-            meta_str(pod, "resourceVersion")
-        ));
-    }
-    let bound = pod
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !bound.is_empty() {
-        return Err(format!("pod {name} is already assigned to node {bound:?}"));
-    }
-    if pod
-        .pointer("/spec/schedulingGates")
-        .and_then(Value::as_array)
-        .is_some_and(|g| !g.is_empty())
-    {
-        return Err(format!("pod {name} has non-empty .spec.schedulingGates"));
-    }
-    let Some(top) = pod.as_object_mut() else {
-        return Err("the stored pod is not an object".into());
-    };
-    let spec = top.entry("spec").or_insert_with(|| json!({}));
-    if let Some(spec) = spec.as_object_mut() {
-        spec.insert("nodeName".into(), json!(node));
-    }
-    if !annotations.is_empty() {
-        let meta = top.entry("metadata").or_insert_with(|| json!({}));
-        if let Some(meta) = meta.as_object_mut() {
-            let pod_annotations = meta.entry("annotations").or_insert_with(|| json!({}));
-            if !pod_annotations.is_object() {
-                *pod_annotations = json!({});
-            }
-            if let Some(map) = pod_annotations.as_object_mut() {
-                for (k, v) in annotations {
-                    map.insert(k.clone(), v.clone());
-                }
-            }
-        }
-    }
-    set_scheduled(top, now);
-    Ok(())
+/// `pods/{name}/binding` (create only).
+pub struct BindingStorage {
+    pods: Store,
+    info: ResourceInfo,
 }
 
-/// Upstream `UpdatePodCondition` with `PodScheduled=True`: a new condition gets the transition
-/// time now; an existing one keeps it unless its status changes.
-fn set_scheduled(pod: &mut Map<String, Value>, now: &str) {
-    let status = pod.entry("status").or_insert_with(|| json!({}));
-    if !status.is_object() {
-        *status = json!({});
+impl BindingStorage {
+    /// The binding subresource over the pods' store.
+    pub fn new(pods: Store) -> Self {
+        let info = ResourceInfo {
+            version: "v1".into(),
+            kind: "Binding".into(),
+            resource: pods.info().resource.clone(),
+            namespaced: true,
+            ..Default::default()
+        };
+        BindingStorage { pods, info }
     }
-    let Some(status) = status.as_object_mut() else {
-        return;
-    };
-    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
-    if !conditions.is_array() {
-        *conditions = json!([]);
-    }
-    let Some(conditions) = conditions.as_array_mut() else {
-        return;
-    };
-    match conditions
-        .iter_mut()
-        .find(|c| c.get("type").and_then(Value::as_str) == Some("PodScheduled"))
-    {
-        Some(existing) => {
-            if existing.get("status").and_then(Value::as_str) != Some("True") {
-                existing["lastTransitionTime"] = json!(now);
-            }
-            existing["status"] = json!("True");
-            if let Some(c) = existing.as_object_mut() {
-                c.remove("reason");
-                c.remove("message");
-            }
+
+    async fn create_inner(
+        &self,
+        ctx: &RequestContext,
+        binding: Value,
+        opts: &CreateOptions,
+    ) -> Result<Value, ApiError> {
+        if str_at(&binding, "metadata.name").unwrap_or_default() != ctx.name {
+            return Err(ApiError::bad_request(
+                "name in URL does not match name in Binding object",
+            ));
         }
-        None => conditions.push(json!({
-            "type": "PodScheduled",
-            "status": "True",
-            "lastProbeTime": null,
-            "lastTransitionTime": now,
-        })),
+        bind(&self.pods, ctx, &binding, opts.is_dry_run()).await
     }
 }
 
-/// The top-level core `bindings` resource: create only, the binding's own name naming the pod.
+impl RestStorage for BindingStorage {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    fn verbs(&self) -> Vec<&'static str> {
+        vec!["create"]
+    }
+
+    fn create<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        obj: Value,
+        opts: &'a CreateOptions,
+    ) -> BoxFuture<'a, Result<Value, ApiError>> {
+        Box::pin(self.create_inner(ctx, obj, opts))
+    }
+}
+
+/// The top-level core `bindings` resource (upstream `LegacyBindingREST`): create only, the
+/// Binding's own name naming the pod.
 pub struct BindingsStorage {
     strategy: SharedStrategy,
     pods: Store,
@@ -294,10 +304,7 @@ impl RestStorage for BindingsStorage {
         obj: Value,
         opts: &'a CreateOptions,
     ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        Box::pin(async move {
-            assign_pod(&self.pods, &ctx.namespace, &obj, opts.is_dry_run()).await?;
-            Ok(success_status())
-        })
+        Box::pin(async move { bind(&self.pods, ctx, &obj, opts.is_dry_run()).await })
     }
 }
 
@@ -305,61 +312,42 @@ impl RestStorage for BindingsStorage {
 mod tests {
     use super::*;
 
-    fn pod() -> Value {
-        json!({"metadata": {"name": "p", "uid": "u1", "resourceVersion": "5"},
-            "spec": {"containers": [{"name": "c", "image": "i"}]},
-            "status": {"phase": "Pending"}})
+    #[test]
+    fn an_invalid_binding_is_refused_as_invalid_with_each_field() {
+        let err = validate_binding(&json!({"metadata": {"name": "p"}, "target": {"kind": "Pod"}}))
+            .unwrap_err();
+        assert_eq!(err.code(), http::StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(err.reason(), "Invalid");
+        assert_eq!(
+            err.0.message,
+            "Binding \"p\" is invalid: [target.kind: Unsupported value: \"Pod\": supported values: \"Node\", \"<empty>\", target.name: Required value]"
+        );
+        assert!(validate_binding(&json!({"target": {"name": "n1"}})).is_ok());
     }
 
     #[test]
-    fn binding_sets_node_annotations_and_condition() {
-        let mut p = pod();
-        let mut ann = Map::new();
-        ann.insert("a".into(), json!("b"));
-        bind(
-            &mut p,
-            "p",
-            Some("u1"),
-            None,
-            "n1",
-            &ann,
-            "2024-01-01T00:00:00Z",
-        )
-        .unwrap();
-        assert_eq!(p["spec"]["nodeName"], "n1");
-        assert_eq!(p["metadata"]["annotations"], json!({"a": "b"}));
+    fn a_bound_pod_is_refused_with_upstreams_conflict() {
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"nodeName": "n0"}});
+        let err = bound_pod(pod, "p", "n1", &Map::new()).unwrap_err();
+        assert_eq!(err.code(), http::StatusCode::CONFLICT);
         assert_eq!(
-            p["status"]["conditions"],
-            json!([{"type": "PodScheduled", "status": "True", "lastProbeTime": null,
-                "lastTransitionTime": "2024-01-01T00:00:00Z"}])
-        );
-        assert_eq!(
-            bind(&mut p, "p", None, None, "n2", &Map::new(), "t").unwrap_err(),
-            "pod p is already assigned to node \"n1\""
+            err.0.message,
+            "Operation cannot be fulfilled on pods/binding \"p\": pod p is already assigned to node \"n0\""
         );
     }
 
     #[test]
-    fn binding_refusals_as_upstream() {
-        let mut p = pod();
-        assert!(
-            bind(&mut p, "p", Some("other"), None, "n", &Map::new(), "t")
-                .unwrap_err()
-                .starts_with("Precondition failed: UID in precondition: other")
-        );
-        let mut gated = pod();
-        gated["spec"]["schedulingGates"] = json!([{"name": "g"}]);
+    fn binding_sets_node_annotations_and_scheduled_condition() {
+        let pod = json!({"metadata": {"name": "p", "annotations": {"a": "1"}}, "spec": {},
+            "status": {"phase": "Pending"}});
+        let annotations = json!({"b": "2"}).as_object().cloned().unwrap();
+        let bound = bound_pod(pod, "p", "n1", &annotations).unwrap();
+        assert_eq!(bound["spec"]["nodeName"], "n1");
         assert_eq!(
-            bind(&mut gated, "p", None, None, "n", &Map::new(), "t").unwrap_err(),
-            "pod p has non-empty .spec.schedulingGates"
+            bound["metadata"]["annotations"],
+            json!({"a": "1", "b": "2"})
         );
-        let errs = validate_binding(&json!({"metadata": {"name": "p"}, "target": {"kind": "Pod"}}));
-        assert_eq!(
-            errs.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            vec![
-                "target.kind: Unsupported value: \"Pod\": supported values: \"Node\", \"<empty>\"",
-                "target.name: Required value"
-            ]
-        );
+        assert_eq!(bound["status"]["conditions"][0]["type"], "PodScheduled");
+        assert_eq!(bound["status"]["conditions"][0]["status"], "True");
     }
 }

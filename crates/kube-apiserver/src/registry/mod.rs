@@ -1,11 +1,14 @@
 //! Resource storages that wrap the generic store with upstream's per-resource REST
-//! behaviour: namespace lifecycle, the scale subresource, service cluster IPs, pod binding,
+//! behaviour: namespace lifecycle, the scale subresource, service cluster IPs, the pod
+//! subresources (binding, eviction, log, exec/attach/portforward, ephemeral containers),
 //! component statuses, certificate signing requests and version conversion.
 
 pub mod binding;
 pub mod componentstatus;
 pub mod converted;
 pub mod csr;
+pub mod eviction;
 pub mod namespace;
+pub mod pod;
 pub mod scale;
 pub mod service;

@@ -155,7 +155,7 @@ pub fn to_scale(parent: &Value) -> Value {
 
 /// A selector as a label selector string: a `LabelSelector` (matchLabels and
 /// matchExpressions) or a replication controller's plain map, requirements sorted by key.
-fn selector_string(selector: Option<&Value>) -> String {
+pub(crate) fn selector_string(selector: Option<&Value>) -> String {
     let Some(Value::Object(sel)) = selector else {
         return String::new();
     };

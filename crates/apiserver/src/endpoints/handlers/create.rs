@@ -36,7 +36,25 @@ pub async fn create(
     .await?;
     let mut obj = decoded.value;
     validate_create_options(&opts)?;
-    check_type(scope.info(), &mut obj)?;
+    // A body of another version the storage accepts (upstream `GroupVersionAcceptor`) is
+    // checked against that version.
+    let accepted = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .filter(|v| *v != scope.info().api_version() && scope.storage.accepts_group_version(v))
+        .map(str::to_string);
+    match accepted {
+        Some(api_version) => {
+            let mut info = scope.info().clone();
+            info.version = api_version
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_string();
+            check_type(&info, &mut obj)?;
+        }
+        None => check_type(scope.info(), &mut obj)?,
+    }
     check_namespace(scope, &parts, &mut obj)?;
     scope.with_strategy(|strategy| {
         check_unknown_fields(

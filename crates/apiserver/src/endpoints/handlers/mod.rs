@@ -17,6 +17,7 @@ use crate::request::warning::WarningRecorder;
 use crate::request::{RequestInfo, RequestUser};
 use crate::status::ApiError;
 
+pub mod connect;
 pub mod create;
 pub mod decode;
 pub mod delete;
@@ -143,6 +144,7 @@ impl RequestParts {
     pub fn new(req: &Request, info: RequestInfo) -> Self {
         let ctx = RequestContext {
             namespace: info.namespace.clone(),
+            name: info.name.clone(),
             user: req.extensions().get::<RequestUser>().map(|u| u.0.clone()),
             warnings: req.extensions().get::<Arc<WarningRecorder>>().cloned(),
         };

@@ -101,6 +101,14 @@ static CORE_V1_EVENT: Message = Message {
     ],
 };
 
+static CORE_V1_BINDING: Message = Message {
+    name: "Binding",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "target", Ty::Message(&CORE_V1_OBJECT_REFERENCE)),
+    ],
+};
+
 static CORE_V1_POD: Message = Message {
     name: "Pod",
     fields: &[
@@ -180,14 +188,6 @@ static CORE_V1_POD_TEMPLATE: Message = Message {
     fields: &[
         val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
         val(2, "template", Ty::Message(&CORE_V1_POD_TEMPLATE_SPEC)),
-    ],
-};
-
-static CORE_V1_BINDING: Message = Message {
-    name: "Binding",
-    fields: &[
-        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
-        val(2, "target", Ty::Message(&CORE_V1_OBJECT_REFERENCE)),
     ],
 };
 
@@ -4942,6 +4942,7 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("v1", "Endpoints", &CORE_V1_ENDPOINTS),
     ("v1", "Event", &CORE_V1_EVENT),
     ("v1", "Pod", &CORE_V1_POD),
+    ("v1", "Binding", &CORE_V1_BINDING),
     ("v1", "Node", &CORE_V1_NODE),
     (
         "v1",
@@ -4957,7 +4958,6 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
         &CORE_V1_REPLICATION_CONTROLLER,
     ),
     ("v1", "PodTemplate", &CORE_V1_POD_TEMPLATE),
-    ("v1", "Binding", &CORE_V1_BINDING),
     (
         "apps/v1",
         "ControllerRevision",

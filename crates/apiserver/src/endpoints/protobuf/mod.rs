@@ -22,7 +22,7 @@
 //! hand-built bodies).
 //!
 //! Supported: every kind kube-apiserver serves, with all nested messages — v1 ConfigMap, Secret,
-//! Namespace, ServiceAccount, Service, Endpoints, Event, Pod, Node, PersistentVolumeClaim,
+//! Namespace, ServiceAccount, Service, Endpoints, Event, Pod, Binding, Node, PersistentVolumeClaim,
 //! PersistentVolume, LimitRange, ResourceQuota, ReplicationController; apps/v1
 //! ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet; autoscaling/v1 Scale;
 //! events.k8s.io/v1 Event; batch/v1 CronJob, Job; networking.k8s.io/v1 IngressClass, Ingress,

@@ -1060,6 +1060,7 @@ fn every_kind_fully_populated_matches_prost() {
         ("v1", "Endpoints", check_against_prost::<core::Endpoints>),
         ("v1", "Event", check_against_prost::<core::Event>),
         ("v1", "Pod", check_against_prost::<core::Pod>),
+        ("v1", "Binding", check_against_prost::<core::Binding>),
         ("v1", "Node", check_against_prost::<core::Node>),
         (
             "v1",

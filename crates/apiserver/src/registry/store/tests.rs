@@ -1203,3 +1203,187 @@ async fn unconditional_and_conditional_updates(cached: bool) {
     );
 }
 both!(unconditional_and_conditional_updates);
+
+/// A `Widget` deleted gracefully as pods are: the period comes from the request or
+/// `spec.grace`, and is 0 unless `spec.bound`.
+struct GracefulWidgets(Widgets);
+
+impl Strategy for GracefulWidgets {
+    fn info(&self) -> &ResourceInfo {
+        &self.0.info
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn supports_graceful_delete(&self) -> bool {
+        true
+    }
+
+    fn check_graceful_delete(&self, obj: &Value, opts: &mut DeleteOptions) -> bool {
+        let mut period = opts
+            .grace_period_seconds
+            .or_else(|| obj.pointer("/spec/grace").and_then(Value::as_i64))
+            .unwrap_or(0);
+        if obj.pointer("/spec/bound") != Some(&json!(true)) {
+            period = 0;
+        }
+        opts.grace_period_seconds = Some(period);
+        true
+    }
+}
+
+fn graceful(cached: bool) -> Fixture {
+    open(cached, Arc::new(GracefulWidgets(Widgets::new(true))))
+}
+
+fn grace(seconds: i64) -> DeleteOptions {
+    DeleteOptions {
+        grace_period_seconds: Some(seconds),
+        ..Default::default()
+    }
+}
+
+fn deletion_deadline(obj: &Value) -> jiff::Timestamp {
+    meta_str(obj, "deletionTimestamp").parse().unwrap()
+}
+
+async fn graceful_delete_sets_a_deadline_that_later_deletes_only_shorten(cached: bool) {
+    let f = graceful(cached);
+    let s = &f.store;
+    let mut obj = widget("a", "red", 1);
+    obj["spec"]["bound"] = json!(true);
+    obj["spec"]["grace"] = json!(30);
+    create(s, "ns1", obj).await;
+
+    let before = jiff::Timestamp::now();
+    let (marked, gone) = s
+        .delete(&ns("ns1"), "a", &DeleteOptions::default())
+        .await
+        .unwrap();
+    assert!(!gone);
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 30);
+    assert_eq!(marked["metadata"]["generation"], 2);
+    // The deadline is the deletion time plus the grace period (second precision).
+    let deadline = deletion_deadline(&marked);
+    let lower = before
+        .checked_add(jiff::SignedDuration::from_secs(29))
+        .unwrap();
+    let upper = jiff::Timestamp::now()
+        .checked_add(jiff::SignedDuration::from_secs(31))
+        .unwrap();
+    assert!(deadline >= lower && deadline <= upper, "{deadline}");
+
+    // A longer period, or none, leaves the pending deletion as it is (no write); the answer
+    // is what a finished delete answers (a Status here, the object where it is returned).
+    let returning = s.clone().with_return_deleted_object(true);
+    for opts in [grace(60), DeleteOptions::default()] {
+        let (status, gone) = s.delete(&ns("ns1"), "a", &opts).await.unwrap();
+        assert!(!gone);
+        assert_eq!(status["status"], "Success", "{status}");
+        let (same, gone) = returning.delete(&ns("ns1"), "a", &opts).await.unwrap();
+        assert!(!gone);
+        assert_eq!(same, marked);
+    }
+    // A shorter one moves the deadline back by the difference.
+    let (shorter, gone) = s.delete(&ns("ns1"), "a", &grace(10)).await.unwrap();
+    assert!(!gone);
+    assert_eq!(shorter["metadata"]["deletionGracePeriodSeconds"], 10);
+    assert_eq!(
+        deletion_deadline(&marked)
+            .duration_since(deletion_deadline(&shorter))
+            .as_secs(),
+        20
+    );
+    assert!(rv(&shorter) > rv(&marked));
+    // Zero removes it.
+    let (last, gone) = s.delete(&ns("ns1"), "a", &grace(0)).await.unwrap();
+    assert!(gone);
+    assert_eq!(last["kind"], "Status");
+    let err = s
+        .get(&ns("ns1"), "a", &GetOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), StatusCode::NOT_FOUND);
+}
+both!(graceful_delete_sets_a_deadline_that_later_deletes_only_shorten);
+
+async fn graceful_delete_of_zero_marks_then_removes(cached: bool) {
+    let f = graceful(cached);
+    let s = f.store.clone().with_return_deleted_object(true);
+    // Not bound: the strategy asks for 0 even though the object has a grace period.
+    let mut obj = widget("a", "red", 1);
+    obj["spec"]["grace"] = json!(30);
+    let created = create(&s, "ns1", obj).await;
+    let mut w = s
+        .watch(
+            &ns("ns1"),
+            &ListOptions {
+                resource_version: meta_str(&created, "resourceVersion").into(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let (deleted, gone) = s
+        .delete(&ns("ns1"), "a", &DeleteOptions::default())
+        .await
+        .unwrap();
+    assert!(gone);
+    assert_eq!(deleted["metadata"]["deletionGracePeriodSeconds"], 0);
+    // Upstream writes the deletion mark before removing the object.
+    match next(&mut w).await {
+        ObjectEvent::Modified(o) => assert_eq!(o["metadata"]["deletionGracePeriodSeconds"], 0),
+        other => panic!("{other:?}"),
+    }
+    match next(&mut w).await {
+        ObjectEvent::Deleted(o) => assert_eq!(meta_str(&o, "name"), "a"),
+        other => panic!("{other:?}"),
+    }
+
+    // A dry run answers as the delete would and keeps the object.
+    create(&s, "ns1", widget("b", "red", 1)).await;
+    let dry = DeleteOptions {
+        dry_run: vec!["All".into()],
+        ..Default::default()
+    };
+    let (answer, gone) = s.delete(&ns("ns1"), "b", &dry).await.unwrap();
+    assert!(gone);
+    assert!(answer["metadata"]["deletionTimestamp"].is_string());
+    let kept = s
+        .get(&ns("ns1"), "b", &GetOptions::default())
+        .await
+        .unwrap();
+    assert!(kept["metadata"].get("deletionTimestamp").is_none());
+}
+both!(graceful_delete_of_zero_marks_then_removes);
+
+async fn graceful_delete_with_finalizers_keeps_the_object(cached: bool) {
+    let f = graceful(cached);
+    let s = &f.store;
+    let mut obj = widget("a", "red", 1);
+    obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create(s, "ns1", obj).await;
+    let (marked, gone) = s.delete(&ns("ns1"), "a", &grace(0)).await.unwrap();
+    assert!(!gone);
+    assert_eq!(marked["metadata"]["deletionGracePeriodSeconds"], 0);
+    // Removing the finalizer of an object whose grace period is over deletes it.
+    s.update(
+        &ns("ns1"),
+        "a",
+        mutate(|v| {
+            v["metadata"].as_object_mut().unwrap().remove("finalizers");
+        }),
+        &UpdateOptions::default(),
+        false,
+    )
+    .await
+    .unwrap();
+    let err = s
+        .get(&ns("ns1"), "a", &GetOptions::default())
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), StatusCode::NOT_FOUND);
+}
+both!(graceful_delete_with_finalizers_keeps_the_object);

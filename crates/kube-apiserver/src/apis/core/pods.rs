@@ -1,6 +1,7 @@
 //! Pods (stored only: there is no kubelet): spec defaults, `Pending` status with a QoS class
 //! on create, the mostly immutable spec, kubectl's columns and upstream's field selectors.
 
+use apiserver::registry::rest::DeleteOptions;
 use apiserver::registry::{FieldError, SelectableFields, TableColumn};
 use k8s_openapi::api::core::v1::Pod;
 use serde_json::{Value, json};
@@ -23,8 +24,30 @@ pub fn pods() -> ResourceDef {
             .validate(validate)
             .validate_update(validate_update)
             .selectable(selectable)
+            .graceful_delete(check_graceful_delete)
             .table(columns, row);
     ResourceDef::new(strategy).with(&["status"])
+}
+
+/// Upstream's pod `CheckGracefulDelete`: the request's grace period, else the pod's
+/// `spec.terminationGracePeriodSeconds` (else 0); 0 for pods not bound to a node and for
+/// terminated ones; negative periods become 1.
+pub fn check_graceful_delete(pod: &Value, opts: &mut DeleteOptions) -> bool {
+    let mut period = opts
+        .grace_period_seconds
+        .or_else(|| i64_at(pod, "spec.terminationGracePeriodSeconds"))
+        .unwrap_or(0);
+    if str_at(pod, "spec.nodeName").unwrap_or_default().is_empty() {
+        period = 0;
+    }
+    if matches!(str_at(pod, "status.phase"), Some("Failed" | "Succeeded")) {
+        period = 0;
+    }
+    if period < 0 {
+        period = 1;
+    }
+    opts.grace_period_seconds = Some(period);
+    true
 }
 
 fn default_pod(obj: &mut Value) {

@@ -167,8 +167,8 @@ impl Strategy for CrdStrategy {
         self.validator.validate(new, Some(old))
     }
 
-    fn unknown_fields(&self, obj: &Value) -> Vec<String> {
-        typed::unknown_fields::<CustomResourceDefinition>(obj)
+    fn drop_unknown_fields(&self, obj: &mut Value) -> Vec<String> {
+        typed::drop_unknown_fields::<CustomResourceDefinition>(obj)
     }
 
     fn tracks_generation(&self) -> bool {
@@ -289,7 +289,7 @@ mod tests {
         assert_eq!(c["spec"]["conversion"]["strategy"], "None");
         assert_eq!(c["metadata"]["finalizers"], json!([CLEANUP_FINALIZER]));
         assert!(s.validate(&c).is_empty(), "{:?}", s.validate(&c));
-        assert!(s.unknown_fields(&c).is_empty());
+        assert!(s.drop_unknown_fields(&mut c.clone()).is_empty());
     }
 
     #[test]

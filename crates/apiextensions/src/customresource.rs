@@ -221,9 +221,8 @@ impl Strategy for CustomResourceStrategy {
         self.schema.validate_update(new, old)
     }
 
-    fn unknown_fields(&self, obj: &Value) -> Vec<String> {
-        let mut copy = obj.clone();
-        self.schema.prune(&mut copy)
+    fn drop_unknown_fields(&self, obj: &mut Value) -> Vec<String> {
+        self.schema.prune(obj)
     }
 
     fn tracks_generation(&self) -> bool {
@@ -574,7 +573,7 @@ mod tests {
     fn create_drops_status_and_defaults_spec() {
         let s = strategy(&version());
         let mut obj = json!({"metadata": {"name": "w"}, "spec": {"bogus": 1}, "status": {"x": 1}});
-        assert_eq!(s.unknown_fields(&obj), vec!["spec.bogus"]);
+        assert_eq!(s.drop_unknown_fields(&mut obj.clone()), vec!["spec.bogus"]);
         s.prepare_for_create(&mut obj);
         assert_eq!(
             obj,

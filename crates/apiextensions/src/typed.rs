@@ -63,32 +63,94 @@ pub fn type_error<T: DeserializeOwned>(obj: &Value) -> Option<FieldError> {
 /// The fields of `obj` that `T` does not know, as upstream's strict decoder names them
 /// (`spec.containers[0].bogus`), in document order.
 pub fn unknown_fields<T: DeserializeOwned>(obj: &Value) -> Vec<String> {
+    unknown_paths::<T>(obj).iter().map(|p| render(p)).collect()
+}
+
+/// Removes the fields of `obj` that `T` does not know — upstream decodes a body into its Go
+/// type, so they are never stored — and names them as [`unknown_fields`] does.
+pub fn drop_unknown_fields<T: DeserializeOwned>(obj: &mut Value) -> Vec<String> {
+    let paths = unknown_paths::<T>(obj);
+    for path in &paths {
+        remove_at(obj, path);
+    }
+    paths.iter().map(|p| render(p)).collect()
+}
+
+/// One step of a path into a JSON value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn unknown_paths<T: DeserializeOwned>(obj: &Value) -> Vec<Vec<Step>> {
+    // The copy only lacks null map entries and the top-level apiVersion/kind, so paths into
+    // it are paths into `obj`.
     let copy = decodable(obj);
     let mut unknown = Vec::new();
     // A type error stops decoding; what was found until then is still reported.
     let _ = serde_ignored::deserialize::<_, _, T>(&copy, |path| {
-        unknown.push(render_path(&path));
+        let mut steps = Vec::new();
+        collect_steps(&path, &mut steps);
+        unknown.push(steps);
     });
     unknown
 }
 
-/// serde_ignored's path without its `?` (Option/newtype) segments, with list indexes in
-/// brackets.
-fn render_path(path: &serde_ignored::Path<'_>) -> String {
+/// serde_ignored's path as steps, without its `?` (Option/newtype) segments.
+fn collect_steps(path: &serde_ignored::Path<'_>, steps: &mut Vec<Step>) {
     match path {
-        serde_ignored::Path::Root => String::new(),
-        serde_ignored::Path::Seq { parent, index } => format!("{}[{index}]", render_path(parent)),
+        serde_ignored::Path::Root => {}
+        serde_ignored::Path::Seq { parent, index } => {
+            collect_steps(parent, steps);
+            steps.push(Step::Index(*index));
+        }
         serde_ignored::Path::Map { parent, key } => {
-            let parent = render_path(parent);
-            if parent.is_empty() {
-                key.clone()
-            } else {
-                format!("{parent}.{key}")
-            }
+            collect_steps(parent, steps);
+            steps.push(Step::Key(key.clone()));
         }
         serde_ignored::Path::Some { parent }
         | serde_ignored::Path::NewtypeStruct { parent }
-        | serde_ignored::Path::NewtypeVariant { parent } => render_path(parent),
+        | serde_ignored::Path::NewtypeVariant { parent } => collect_steps(parent, steps),
+    }
+}
+
+/// `spec.containers[0].bogus`.
+fn render(steps: &[Step]) -> String {
+    let mut out = String::new();
+    for step in steps {
+        match step {
+            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+        }
+    }
+    out
+}
+
+/// Removes the field at `path` (whose last step is a key) from `value`, if it is there.
+fn remove_at(value: &mut Value, path: &[Step]) {
+    let Some((Step::Key(last), parents)) = path.split_last() else {
+        return;
+    };
+    let mut cursor = value;
+    for step in parents {
+        let next = match (step, cursor) {
+            (Step::Key(k), Value::Object(map)) => map.get_mut(k),
+            (Step::Index(i), Value::Array(items)) => items.get_mut(*i),
+            _ => None,
+        };
+        match next {
+            Some(v) => cursor = v,
+            None => return,
+        }
+    }
+    if let Value::Object(map) = cursor {
+        map.remove(last);
     }
 }
 
@@ -98,6 +160,40 @@ mod tests {
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::{ConfigMap, Pod};
     use serde_json::json;
+
+    #[test]
+    fn unknown_fields_are_dropped_at_every_depth_and_known_ones_kept() {
+        let mut obj = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "x", "bogusMeta": 1, "labels": {"free": "form"}},
+            "spec": {"bogus": {"deep": true}, "nodeName": null,
+                     "containers": [{"name": "a", "image": "i"},
+                                    {"name": "c", "image": "i", "extra": 1,
+                                     "ports": [{"containerPort": 80, "nope": "x"}]}]}
+        });
+        let dropped = drop_unknown_fields::<Pod>(&mut obj);
+        assert_eq!(
+            dropped,
+            vec![
+                "metadata.bogusMeta",
+                "spec.bogus",
+                "spec.containers[1].extra",
+                "spec.containers[1].ports[0].nope"
+            ]
+        );
+        assert_eq!(
+            obj,
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "x", "labels": {"free": "form"}},
+                "spec": {"nodeName": null,
+                         "containers": [{"name": "a", "image": "i"},
+                                        {"name": "c", "image": "i",
+                                         "ports": [{"containerPort": 80}]}]}
+            })
+        );
+        assert!(drop_unknown_fields::<Pod>(&mut obj).is_empty());
+    }
 
     #[test]
     fn unknown_fields_are_named_as_upstream() {

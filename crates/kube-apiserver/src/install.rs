@@ -20,11 +20,11 @@ use serde_json::Value;
 
 use crate::apis::{Backing, ResourceDef, builtin_groups};
 use crate::openapi::{LazyDocs, ResourceSpec};
+use crate::registry::binding::BindingStorage;
 use crate::registry::binding::BindingsStorage;
 use crate::registry::componentstatus::ComponentStatusStorage;
 use crate::registry::converted::ConvertedStorage;
 use crate::registry::csr::{CsrStorage, CsrSubresource, CsrSubresourceKind};
-use crate::registry::binding::BindingStorage;
 use crate::registry::eviction::EvictionStorage;
 use crate::registry::namespace::{
     FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
@@ -62,8 +62,8 @@ impl Strategy for WithPatchSchema {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         self.inner.validate_update(new, old)
     }
-    fn unknown_fields(&self, obj: &Value) -> Vec<String> {
-        self.inner.unknown_fields(obj)
+    fn drop_unknown_fields(&self, obj: &mut Value) -> Vec<String> {
+        self.inner.drop_unknown_fields(obj)
     }
     fn tracks_generation(&self) -> bool {
         self.inner.tracks_generation()

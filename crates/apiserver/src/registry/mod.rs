@@ -115,10 +115,11 @@ pub trait Strategy: Send + Sync {
         self.validate(new)
     }
 
-    /// Unknown and duplicate fields of a request body, for `fieldValidation` (as upstream's
-    /// strict decoding reports them: `unknown field "spec.foo"`). Typed strategies report
-    /// what their type does not know; the default knows every field.
-    fn unknown_fields(&self, _obj: &Value) -> Vec<String> {
+    /// Removes the fields of a request body that the resource's type does not declare (upstream
+    /// decodes bodies into their Go type, so such fields are never stored) and names them for
+    /// `fieldValidation`, as upstream's strict decoding does (`spec.foo`). Typed strategies
+    /// drop what their type does not know; the default knows every field.
+    fn drop_unknown_fields(&self, _obj: &mut Value) -> Vec<String> {
         Vec::new()
     }
 

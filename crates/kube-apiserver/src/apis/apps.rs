@@ -434,7 +434,7 @@ mod tests {
         let mut unknown = deployment();
         unknown["spec"]["bogusField"] = json!(1);
         assert_eq!(
-            def.strategy.unknown_fields(&unknown),
+            def.strategy.drop_unknown_fields(&mut unknown),
             vec!["spec.bogusField"]
         );
     }
@@ -516,7 +516,7 @@ mod tests {
                             "livenessProbe": {"httpGet": {"path": "/", "port": "http"}},
                             "readinessProbe": {"httpGet": {"path": "/", "port": "http"}},
                             "resources": {"limits": {"cpu": 1, "memory": "128Mi"}}}]}}}});
-        assert!(def.strategy.unknown_fields(&d).is_empty());
+        assert!(def.strategy.drop_unknown_fields(&mut d).is_empty());
         def.strategy.prepare_for_create(&mut d);
         assert!(
             def.strategy.validate(&d).is_empty(),

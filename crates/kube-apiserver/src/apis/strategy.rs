@@ -36,7 +36,7 @@ pub struct BuiltinStrategy {
     info: ResourceInfo,
     name_rule: NameRule,
     type_error: fn(&Value) -> Option<FieldError>,
-    unknown_fields: fn(&Value) -> Vec<String>,
+    drop_unknown_fields: fn(&mut Value) -> Vec<String>,
     /// Whether `status` is a subresource (main-resource updates keep the stored one).
     status_subresource: bool,
     /// What a create starts `status` as (`None` keeps the client's, as for nodes).
@@ -65,7 +65,7 @@ impl BuiltinStrategy {
             info,
             name_rule: NameRule::Subdomain,
             type_error: typed::type_error::<T>,
-            unknown_fields: typed::unknown_fields::<T>,
+            drop_unknown_fields: typed::drop_unknown_fields::<T>,
             status_subresource: false,
             initial_status: None,
             tracks_generation: false,
@@ -234,8 +234,8 @@ impl Strategy for BuiltinStrategy {
         errs
     }
 
-    fn unknown_fields(&self, obj: &Value) -> Vec<String> {
-        (self.unknown_fields)(obj)
+    fn drop_unknown_fields(&self, obj: &mut Value) -> Vec<String> {
+        (self.drop_unknown_fields)(obj)
     }
 
     fn tracks_generation(&self) -> bool {

@@ -438,8 +438,8 @@ impl Strategy for EphemeralContainersStrategy {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         validate_ephemeral_update(new, old)
     }
-    fn unknown_fields(&self, obj: &Value) -> Vec<String> {
-        self.inner.unknown_fields(obj)
+    fn drop_unknown_fields(&self, obj: &mut Value) -> Vec<String> {
+        self.inner.drop_unknown_fields(obj)
     }
     fn tracks_generation(&self) -> bool {
         self.inner.tracks_generation()

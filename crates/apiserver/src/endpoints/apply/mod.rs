@@ -369,15 +369,14 @@ fn apply_once(
         }
     }
     let describe = || {
-        // klog's object reference: `namespace/name`, or the bare name when cluster-scoped.
-        let namespace = text(applied, "/metadata/namespace");
-        let name = text(applied, "/metadata/name");
-        let object = if namespace.is_empty() {
-            name.to_owned()
-        } else {
-            format!("{namespace}/{name}")
-        };
-        format!("{object}; {}", gvk_string(api_version, kind))
+        // Upstream's `namespace/name; gvk` of the applied object (`/name` when it names no
+        // namespace, as for cluster-scoped objects).
+        format!(
+            "{}/{}; {}",
+            text(applied, "/metadata/namespace"),
+            text(applied, "/metadata/name"),
+            gvk_string(api_version, kind)
+        )
     };
 
     let live_object = live
@@ -408,8 +407,10 @@ fn apply_once(
         );
     }
 
-    let mut config_set = typed::to_field_set(applied, schema).map_err(|e| {
-        ApplyError::Internal(format!(
+    // The applied configuration is the client's input: a field its schema does not declare
+    // is a 400 (upstream answers its typed-conversion error with a 500).
+    let mut config_set = typed::to_declared_field_set(applied, schema).map_err(|e| {
+        ApplyError::BadRequest(format!(
             "failed to create typed patch object ({}): {e}",
             describe()
         ))

@@ -62,6 +62,12 @@ pub trait ApplySchema {
     fn key_default(&self, _key: &str) -> Option<Value> {
         None
     }
+    /// Whether a map at this node is a struct whose fields are all declared: a field it does
+    /// not declare is an error in an applied object (`field not declared in schema`). Maps,
+    /// objects that preserve unknown fields and undescribed types are open.
+    fn is_closed_struct(&self) -> bool {
+        false
+    }
 }
 
 /// The schema of objects without one: every map granular, every list atomic, no declared
@@ -265,6 +271,19 @@ impl ApplySchema for OpenApiSchema<'_> {
 
     fn map_is_atomic(&self) -> bool {
         self.extension(MAP_TYPE_EXTENSION).and_then(Value::as_str) == Some("atomic")
+    }
+
+    fn is_closed_struct(&self) -> bool {
+        let Some(schema) = self.resolved else {
+            return false;
+        };
+        let flag = |name: &str| schema.get(name).and_then(Value::as_bool) == Some(true);
+        schema.get("properties").is_some_and(Value::is_object)
+            && !schema
+                .get("additionalProperties")
+                .is_some_and(|a| a.is_object() || a.as_bool() == Some(true))
+            && !flag("x-kubernetes-preserve-unknown-fields")
+            && !flag("x-kubernetes-embedded-resource")
     }
 
     fn field(&self, name: &str) -> FieldSchema<'_> {

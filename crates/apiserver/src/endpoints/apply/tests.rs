@@ -779,11 +779,32 @@ fn duplicate_keys_in_the_configuration_are_rejected() {
     let api: ApiError = apply_at(None, &object, "kubectl", false, T1, DEPLOYMENT)
         .unwrap_err()
         .into();
-    assert_eq!(api.code(), 500);
+    assert_eq!(api.code(), 400);
     assert_eq!(
         api.0.message,
         r#"failed to create typed patch object (default/web; apps/v1, Kind=Deployment): .spec.template.spec.containers: duplicate entries for key [name="a"]"#
     );
+}
+
+#[test]
+fn fields_the_schema_does_not_declare_are_rejected_naming_the_object() {
+    let mut object = deployment("nginx");
+    object["bogus"] = json!(1);
+    object["spec"]["template"]["spec"]["containers"] =
+        json!([{"name": "a", "image": "x", "extra": true}]);
+    // Map entries (labels) and their values are not fields: they are accepted.
+    object["metadata"]["labels"] = json!({"any-key": "v"});
+    let api: ApiError = apply_at(None, &object, "kubectl", false, T1, DEPLOYMENT)
+        .unwrap_err()
+        .into();
+    assert_eq!(api.code(), 400);
+    assert_eq!(
+        api.0.message,
+        "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): errors:\n  .bogus: field not declared in schema\n  .spec.template.spec.containers[name=\"a\"].extra: field not declared in schema"
+    );
+    object.as_object_mut().unwrap().remove("bogus");
+    object["spec"]["template"]["spec"]["containers"] = json!([{"name": "a", "image": "x"}]);
+    assert!(apply_at(None, &object, "kubectl", false, T1, DEPLOYMENT).is_ok());
 }
 
 #[test]

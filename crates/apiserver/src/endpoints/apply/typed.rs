@@ -112,7 +112,17 @@ fn go_string_list(items: &[String]) -> String {
 pub fn to_field_set(value: &Value, schema: &dyn ApplySchema) -> Result<Set, TypedErrors> {
     let mut set = Set::new();
     let mut errors = TypedErrors::default();
-    field_set_walk(value, schema, &mut Vec::new(), &mut set, &mut errors);
+    field_set_walk(value, schema, &mut Vec::new(), &mut set, &mut errors, false);
+    errors.into_result(set)
+}
+
+/// [`to_field_set`] of an applied configuration, which may only set fields its schema
+/// declares (upstream's typed conversion of the patch object): each other field is an error
+/// `<path>: field not declared in schema`.
+pub fn to_declared_field_set(value: &Value, schema: &dyn ApplySchema) -> Result<Set, TypedErrors> {
+    let mut set = Set::new();
+    let mut errors = TypedErrors::default();
+    field_set_walk(value, schema, &mut Vec::new(), &mut set, &mut errors, true);
     errors.into_result(set)
 }
 
@@ -122,6 +132,7 @@ fn field_set_walk(
     path: &mut Vec<PathElement>,
     set: &mut Set,
     errors: &mut TypedErrors,
+    declared_only: bool,
 ) {
     match value {
         Value::Object(map) => {
@@ -129,10 +140,23 @@ fn field_set_walk(
                 set.insert(path);
                 return;
             }
+            let closed = declared_only && schema.is_closed_struct();
             for (key, child) in map {
                 let field = schema.field(key);
                 path.push(PathElement::Field(key.clone()));
-                field_set_walk(child, field.schema.as_ref(), path, set, errors);
+                if closed && !field.declared {
+                    errors.push(path, "field not declared in schema");
+                    path.pop();
+                    continue;
+                }
+                field_set_walk(
+                    child,
+                    field.schema.as_ref(),
+                    path,
+                    set,
+                    errors,
+                    declared_only,
+                );
                 if child.is_null() || is_empty_map(child) || !field.declared {
                     set.insert(path);
                 }
@@ -160,7 +184,7 @@ fn field_set_walk(
                     continue;
                 }
                 path.push(pe);
-                field_set_walk(item, item_schema.as_ref(), path, set, errors);
+                field_set_walk(item, item_schema.as_ref(), path, set, errors, declared_only);
                 set.insert(path);
                 path.pop();
             }

@@ -57,9 +57,9 @@ pub async fn create(
     }
     check_namespace(scope, &parts, &mut obj)?;
     scope.with_strategy(|strategy| {
-        check_unknown_fields(
+        drop_unknown_fields(
             strategy,
-            &obj,
+            &mut obj,
             &decoded.duplicates,
             &opts.field_validation,
             &parts.ctx,
@@ -170,21 +170,20 @@ pub fn object_name(obj: &Value) -> &str {
         .unwrap_or_default()
 }
 
-/// `fieldValidation` for a create or update body: `Strict` → 400 `<Kind> in version "<v>"
-/// cannot be handled as a <Kind>: strict decoding error: duplicate field "x", unknown field
-/// "spec.x", …`; `Warn` (the default) → one `Warning` per field; `Ignore` → nothing.
-pub fn check_unknown_fields(
+/// Drops the fields of a create or update body that the type does not declare (they are
+/// never stored) and applies `fieldValidation` to them and to duplicate fields: `Strict` → 400
+/// `<Kind> in version "<v>" cannot be handled as a <Kind>: strict decoding error: duplicate
+/// field "x", unknown field "spec.x", …`; `Warn` (the default) → one `Warning` per field;
+/// `Ignore` → nothing.
+pub fn drop_unknown_fields(
     strategy: &dyn Strategy,
-    obj: &Value,
+    obj: &mut Value,
     duplicates: &[String],
     field_validation: &str,
     ctx: &RequestContext,
 ) -> Result<(), ApiError> {
-    if field_validation == "Ignore" {
-        return Ok(());
-    }
-    let unknown = strategy.unknown_fields(obj);
-    if unknown.is_empty() && duplicates.is_empty() {
+    let unknown = strategy.drop_unknown_fields(obj);
+    if field_validation == "Ignore" || (unknown.is_empty() && duplicates.is_empty()) {
         return Ok(());
     }
     let texts: Vec<String> = duplicates
@@ -207,33 +206,39 @@ pub fn check_unknown_fields(
     Ok(())
 }
 
-/// `fieldValidation` for a patched object: `Strict` → 422 ` "" is invalid: patch: Invalid
-/// value: "<patched JSON>": strict decoding error: …` (upstream reports it against an empty
-/// GroupKind and name), `Warn` → warnings.
-pub fn check_patched_unknown_fields(
+/// Drops the fields of a patched object that the type does not declare, with
+/// `fieldValidation`: `Strict` → 422 ` "" is invalid: patch: Invalid value: "<patched JSON>":
+/// strict decoding error: …` (upstream reports it against an empty GroupKind and name, with
+/// the object as patched), `Warn` → warnings.
+pub fn drop_patched_unknown_fields(
     strategy: &dyn Strategy,
-    obj: &Value,
+    obj: &mut Value,
     field_validation: &str,
     ctx: &RequestContext,
 ) -> Result<(), ApiError> {
-    match check_unknown_fields(strategy, obj, &[], field_validation, ctx) {
-        Ok(()) => Ok(()),
-        Err(_) => {
-            let texts: Vec<String> = strategy
-                .unknown_fields(obj)
-                .iter()
-                .map(|f| format!("unknown field {f:?}"))
-                .collect();
-            let patched = serde_json::to_string(obj).unwrap_or_default();
-            Err(invalid(
-                &ResourceInfo::default(),
-                "",
-                &[FieldError::invalid(
-                    "patch",
-                    patched,
-                    &format!("strict decoding error: {}", texts.join(", ")),
-                )],
-            ))
-        }
+    let strict = field_validation == "Strict";
+    let as_patched = strict.then(|| serde_json::to_string(obj).unwrap_or_default());
+    let unknown = strategy.drop_unknown_fields(obj);
+    if unknown.is_empty() || field_validation == "Ignore" {
+        return Ok(());
     }
+    let texts: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {f:?}"))
+        .collect();
+    if let Some(patched) = as_patched {
+        return Err(invalid(
+            &ResourceInfo::default(),
+            "",
+            &[FieldError::invalid(
+                "patch",
+                patched,
+                &format!("strict decoding error: {}", texts.join(", ")),
+            )],
+        ));
+    }
+    for text in &texts {
+        ctx.warn(text);
+    }
+    Ok(())
 }

@@ -4,7 +4,7 @@
 use http::{StatusCode, header};
 use serde_json::Value;
 
-use super::create::{check_patched_unknown_fields, check_type, object_name};
+use super::create::{check_type, drop_patched_unknown_fields, object_name};
 use super::decode::{decode_yaml, media_type, read_body, unsupported_media_type};
 use super::encode::{negotiate, write_object};
 use super::options::{Query, force, manager_or_user_agent, update_options, validate_patch_options};
@@ -247,7 +247,7 @@ pub async fn patch(
             }
         }
         if let Some(strategy) = storage.strategy() {
-            check_patched_unknown_fields(strategy, &patched, &validation, &ctx)?;
+            drop_patched_unknown_fields(strategy, &mut patched, &validation, &ctx)?;
         }
         let operation = if is_apply {
             ManagedFieldsOperation::Apply

@@ -37,21 +37,33 @@ impl Strategy for FakeStrategy {
         &self.info
     }
 
-    /// Knows `apiVersion`, `kind`, `metadata`, `data` and `spec.replicas`.
-    fn unknown_fields(&self, obj: &Value) -> Vec<String> {
+    /// Knows `apiVersion`, `kind`, `metadata`, `data`, `spec.replicas` and `spec.containers`.
+    fn drop_unknown_fields(&self, obj: &mut Value) -> Vec<String> {
         let mut out = Vec::new();
-        if let Some(map) = obj.as_object() {
-            for key in map.keys() {
-                if !matches!(
-                    key.as_str(),
-                    "apiVersion" | "kind" | "metadata" | "data" | "spec"
-                ) {
-                    out.push(key.clone());
-                }
+        if let Some(map) = obj.as_object_mut() {
+            let unknown: Vec<String> = map
+                .keys()
+                .filter(|k| {
+                    !matches!(
+                        k.as_str(),
+                        "apiVersion" | "kind" | "metadata" | "data" | "spec"
+                    )
+                })
+                .cloned()
+                .collect();
+            for key in unknown {
+                map.remove(&key);
+                out.push(key);
             }
         }
-        if let Some(spec) = obj.get("spec").and_then(Value::as_object) {
-            for key in spec.keys().filter(|k| *k != "replicas") {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+            let unknown: Vec<String> = spec
+                .keys()
+                .filter(|k| !matches!(k.as_str(), "replicas" | "containers"))
+                .cloned()
+                .collect();
+            for key in unknown {
+                spec.remove(&key);
                 out.push(format!("spec.{key}"));
             }
         }

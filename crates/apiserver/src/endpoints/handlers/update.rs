@@ -2,7 +2,7 @@
 
 use http::{StatusCode, header};
 
-use super::create::{check_namespace, check_type, check_unknown_fields, object_name};
+use super::create::{check_namespace, check_type, drop_unknown_fields, object_name};
 use super::decode::read_object;
 use super::encode::{negotiate, write_object};
 use super::options::{Query, manager_or_user_agent, update_options, validate_update_options};
@@ -44,9 +44,9 @@ pub async fn update(
     }
     check_namespace(scope, &parts, &mut obj)?;
     scope.with_strategy(|strategy| {
-        check_unknown_fields(
+        drop_unknown_fields(
             strategy,
-            &obj,
+            &mut obj,
             &decoded.duplicates,
             &opts.field_validation,
             &parts.ctx,

@@ -339,7 +339,9 @@ mod tests {
             .map(|c| c.name)
             .collect();
         assert_eq!(names, vec!["Name", "Data", "Age"]);
-        assert_eq!(def.strategy.unknown_fields(&cm), vec!["extra"]);
+        let mut cm = cm;
+        assert_eq!(def.strategy.drop_unknown_fields(&mut cm), vec!["extra"]);
+        assert!(cm.get("extra").is_none());
     }
 
     #[test]

@@ -88,15 +88,15 @@ populate() {
     curl -sk -o /dev/null -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
         -d "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"$1\"}}" \
         "https://127.0.0.1:$port/api/v1/namespaces"
-    hey -n "$2" -c "$CONCURRENCY" -h2 -host localhost -m POST -T application/json \
+    hey -n "$2" -c "$((CONCURRENCY < $2 ? CONCURRENCY : $2))" -h2 -host localhost -m POST -T application/json \
         -D "$work/pod.json" -H "Authorization: Bearer $TOKEN" \
         "https://127.0.0.1:$port/api/v1/namespaces/$1/pods" >/dev/null
 }
 
 populate bench-get 1
-get_path=/api/v1/namespaces/bench-get/pods/$(curl -sk -H "Authorization: Bearer $TOKEN" \
+get_path=/api/v1/namespaces/bench-get/pods/$(curl -sk -A bench -H "Authorization: Bearer $TOKEN" \
     "https://127.0.0.1:$port/api/v1/namespaces/bench-get/pods" |
-    sed -E 's/.*"name":"(p-[a-z0-9]+)".*/\1/')
+    grep -oE '"name":"p-[a-z0-9]+"' | head -1 | cut -d'"' -f4)
 hey -n 2000 -c 10 -h2 -host localhost -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$port$get_path" >/dev/null
 row "GET one pod" JSON "$(load "$CONCURRENCY" "$get_path" application/json)"
 row "GET one pod" protobuf "$(load "$CONCURRENCY" "$get_path" "$PB")"
@@ -104,11 +104,11 @@ row "GET one pod" protobuf "$(load "$CONCURRENCY" "$get_path" "$PB")"
 for n in $LIST_SIZES; do
     populate "bench-list-$n" "$n"
     path="/api/v1/namespaces/bench-list-$n/pods?resourceVersion=0"
-    stored=$(curl -sk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$port$path" | grep -o '"kind":"Pod"' | wc -l)
+    stored=$(curl -sk -A bench -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$port$path" | grep -o '"kind":"Pod"' | wc -l)
     hey -n 20 -c 2 -h2 -host localhost -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$port$path" >/dev/null
     hey -n 20 -c 2 -h2 -host localhost -H "Authorization: Bearer $TOKEN" -H "Accept: $PB" "https://127.0.0.1:$port$path" >/dev/null
-    json_size=$(curl -sk -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$port$path" | wc -c)
-    pb_size=$(curl -sk -H "Authorization: Bearer $TOKEN" -H "Accept: $PB" "https://127.0.0.1:$port$path" | wc -c)
+    json_size=$(curl -sk -A bench -H "Authorization: Bearer $TOKEN" "https://127.0.0.1:$port$path" | wc -c)
+    pb_size=$(curl -sk -A bench -H "Authorization: Bearer $TOKEN" -H "Accept: $PB" "https://127.0.0.1:$port$path" | wc -c)
     row "LIST $stored pods (rv=0)" "JSON, $((json_size / 1024)) KiB" "$(load "$LIST_CONCURRENCY" "$path" application/json)"
     row "LIST $stored pods (rv=0)" "protobuf, $((pb_size / 1024)) KiB" "$(load "$LIST_CONCURRENCY" "$path" "$PB")"
 done

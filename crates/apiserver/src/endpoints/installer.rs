@@ -11,8 +11,8 @@ use http::StatusCode;
 use crate::body::{Request, Response};
 use crate::endpoints::discovery::{APIResource, storage_version_hash};
 use crate::endpoints::handlers::{
-    HandlerConfig, RequestParts, ResourceScope, connect, create, delete, get, list, patch, update,
-    watch,
+    HandlerConfig, RequestParts, ResourceScope, connect, create, delete, encode, get, list, patch,
+    update, watch,
 };
 use crate::filters::{HttpService, service_fn};
 use crate::registry::rest::RestStorage;
@@ -89,9 +89,15 @@ impl GroupVersionHandler {
                 Err(err) => return ApiError::internal(err).into_response(),
             },
         };
+        // Errors are written in the media type the `Accept` header picks (a protobuf Status for
+        // protobuf clients), as upstream's `ErrorNegotiated` does.
+        let mut accept = http::HeaderMap::new();
+        if let Some(value) = req.headers().get(http::header::ACCEPT) {
+            accept.insert(http::header::ACCEPT, value.clone());
+        }
         match self.route(info, req).await {
             Ok(response) => response,
-            Err(err) => err.into_response(),
+            Err(err) => encode::error_response(&accept, err),
         }
     }
 

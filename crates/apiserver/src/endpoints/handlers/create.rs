@@ -5,12 +5,11 @@ use http::{StatusCode, header};
 use serde_json::Value;
 
 use super::decode::read_object;
-use super::encode::{negotiate, write_object};
+use super::encode::{error_response, negotiate, write_object};
 use super::options::{Query, create_options, manager_or_user_agent, validate_create_options};
 use super::seams::{ManagedFieldsOperation, update_managed_fields};
 use super::{RequestParts, ResourceScope};
 use crate::body::{Body, Response};
-use crate::endpoints::negotiation::not_acceptable_response;
 use crate::registry::rest::RequestContext;
 use crate::registry::{FieldError, ResourceInfo, Strategy, invalid};
 use crate::status::ApiError;
@@ -21,9 +20,9 @@ pub async fn create(
     parts: RequestParts,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let output = match negotiate(&parts) {
+    let output = match negotiate(scope, &parts) {
         Ok(output) => output,
-        Err(err) => return Ok(not_acceptable_response(&err)),
+        Err(err) => return Ok(error_response(&parts.headers, err)),
     };
     let mut opts = create_options(&Query::parse(parts.query()));
     let decoder = scope.config.protobuf_decoder();

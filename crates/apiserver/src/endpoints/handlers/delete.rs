@@ -4,13 +4,12 @@ use http::{StatusCode, header};
 use serde_json::Value;
 
 use super::decode::{body_format, decode_value, read_body};
-use super::encode::{negotiate, write_object};
+use super::encode::{error_response, negotiate, write_object};
 use super::options::{
     Query, delete_options, list_options, validate_delete_options, validate_list_options,
 };
 use super::{RequestParts, ResourceScope};
 use crate::body::{Body, Response};
-use crate::endpoints::negotiation::not_acceptable_response;
 use crate::registry::rest::DeleteOptions;
 use crate::status::{ApiError, Status, StatusDetails};
 
@@ -45,9 +44,9 @@ pub async fn delete(
     parts: RequestParts,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let output = match negotiate(&parts) {
+    let output = match negotiate(scope, &parts) {
         Ok(output) => output,
-        Err(err) => return Ok(not_acceptable_response(&err)),
+        Err(err) => return Ok(error_response(&parts.headers, err)),
     };
     let opts = read_delete_options(scope, &parts, body).await?;
     let name = parts.info.name.clone();
@@ -71,9 +70,9 @@ pub async fn delete_collection(
     parts: RequestParts,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let output = match negotiate(&parts) {
+    let output = match negotiate(scope, &parts) {
         Ok(output) => output,
-        Err(err) => return Ok(not_acceptable_response(&err)),
+        Err(err) => return Ok(error_response(&parts.headers, err)),
     };
     let query = Query::parse(parts.query());
     let list_opts = list_options(&query)?;

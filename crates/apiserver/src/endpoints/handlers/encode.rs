@@ -1,9 +1,12 @@
 //! Output negotiation and encoding of REST responses (upstream `WriteObjectNegotiated` and
-//! `transformResponseObject`): JSON (compact, or indented when pretty), YAML, and the
-//! `Table` / `PartialObjectMetadata(List)` transforms asked for with `Accept` parameters.
+//! `transformResponseObject`): JSON (compact, or indented when pretty), YAML, Kubernetes
+//! protobuf, and the `Table` / `PartialObjectMetadata(List)` transforms asked for with `Accept`
+//! parameters.
 //!
-//! Protobuf output is not implemented: clients that prefer it (`application/vnd.kubernetes.
-//! protobuf,application/json`) fall back to JSON, which client-go accepts.
+//! Protobuf is offered as upstream offers it: for every kind with a protobuf encoding (the
+//! built-in kinds), never for `Table`, and for `PartialObjectMetadata(List)` of any resource.
+//! Custom resources are JSON/YAML only (upstream's `StandardSerializers`): a protobuf-only
+//! `Accept` gets 406, `application/vnd.kubernetes.protobuf, application/json` gets JSON.
 
 use http::{HeaderValue, StatusCode, header};
 use serde_json::Value;
@@ -13,14 +16,17 @@ use super::table::{build_table, partial_object_metadata, partial_object_metadata
 use super::{RequestParts, ResourceScope};
 use crate::body::{Response, full};
 use crate::endpoints::negotiation::{
-    DEFAULT_SERIALIZERS, EndpointRestrictions, GroupVersionKind, JSON, PROTOBUF, SerializerInfo,
-    YAML, negotiate_output_media_type, not_acceptable,
+    DEFAULT_SERIALIZERS, DefaultEndpointRestrictions, EndpointRestrictions, GroupVersionKind,
+    PROTOBUF, SerializerInfo, YAML, negotiate_media_type_options, negotiate_output_media_type,
+    not_acceptable, not_acceptable_response,
 };
+use crate::endpoints::protobuf;
 use crate::status::{ApiError, reason};
 use crate::util::gojson;
 
-/// The media types REST responses are written in.
-pub const OUTPUT_SERIALIZERS: &[SerializerInfo] = &[JSON, YAML];
+/// The media types REST responses are written in (protobuf only where
+/// [`ResourceScope::supports_protobuf`]).
+pub const OUTPUT_SERIALIZERS: &[SerializerInfo] = DEFAULT_SERIALIZERS;
 
 /// What the client asked the object to be turned into.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,8 +62,10 @@ pub const GZIP_THRESHOLD_BYTES: usize = 128 * 1024;
 
 /// The transforms a resource endpoint allows (upstream's `RequestScope` restrictions): Table
 /// for JSON and YAML, PartialObjectMetadata(List) for any media type, in `meta.k8s.io` `v1`
-/// or `v1beta1`.
-struct RestRestrictions;
+/// or `v1beta1`; the object itself in protobuf only when its kind has a protobuf encoding.
+struct RestRestrictions {
+    protobuf: bool,
+}
 
 impl EndpointRestrictions for RestRestrictions {
     fn allows_media_type_transform(
@@ -66,7 +74,7 @@ impl EndpointRestrictions for RestRestrictions {
         target: Option<&GroupVersionKind>,
     ) -> bool {
         let Some(target) = target else {
-            return true;
+            return self.protobuf || media_type != PROTOBUF.media_type;
         };
         if target.group != "meta.k8s.io" || !matches!(target.version.as_str(), "v1" | "v1beta1") {
             return false;
@@ -87,14 +95,18 @@ impl EndpointRestrictions for RestRestrictions {
     }
 }
 
-/// Negotiates the response of a request against `supported`. The 406 lists every serializer
-/// upstream has, as clients print it.
+/// Negotiates the response of a request for `scope` against `supported`. The 406 lists every
+/// serializer upstream has, as clients print it.
 pub fn negotiate_with(
+    scope: &ResourceScope,
     parts: &RequestParts,
     supported: &[SerializerInfo],
 ) -> Result<Output, ApiError> {
+    let restrictions = RestRestrictions {
+        protobuf: scope.supports_protobuf(),
+    };
     let negotiated =
-        negotiate_output_media_type(&parts.uri, &parts.headers, supported, &RestRestrictions)
+        negotiate_output_media_type(&parts.uri, &parts.headers, supported, &restrictions)
             .map_err(|_| not_acceptable(DEFAULT_SERIALIZERS))?;
     let transform = match negotiated.options.convert {
         None => Transform::None,
@@ -126,8 +138,61 @@ pub fn negotiate_with(
 }
 
 /// Negotiates a non-streaming response.
-pub fn negotiate(parts: &RequestParts) -> Result<Output, ApiError> {
-    negotiate_with(parts, OUTPUT_SERIALIZERS)
+pub fn negotiate(scope: &ResourceScope, parts: &RequestParts) -> Result<Output, ApiError> {
+    negotiate_with(scope, parts, OUTPUT_SERIALIZERS)
+}
+
+/// Whether an error for a request with these headers is written as protobuf: upstream writes
+/// a `Status` with the serializer the `Accept` header picks among all of them without
+/// transforms (`ErrorNegotiated` with the default restrictions), custom resources included.
+pub fn error_wants_protobuf(headers: &http::HeaderMap) -> bool {
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    !accept.is_empty()
+        && negotiate_media_type_options(accept, DEFAULT_SERIALIZERS, &DefaultEndpointRestrictions)
+            .is_some_and(|options| options.accepted == PROTOBUF)
+}
+
+/// The response for `err`: a protobuf `Status` when the `Accept` header negotiates protobuf
+/// (see [`error_wants_protobuf`]), else the JSON `Status` (a failed negotiation's 406 as the
+/// indented raw JSON upstream writes).
+pub fn error_response(headers: &http::HeaderMap, err: ApiError) -> Response {
+    if error_wants_protobuf(headers) {
+        let code = err.code();
+        let retry = err
+            .0
+            .details
+            .as_ref()
+            .map(|d| d.retry_after_seconds)
+            .filter(|s| *s > 0);
+        if let Ok(body) = serde_json::to_value(&*err.0)
+            .map_err(ApiError::internal)
+            .and_then(|status| protobuf_bytes(&status))
+        {
+            let mut response = http::Response::new(full(body));
+            *response.status_mut() = code;
+            response.headers_mut().insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(PROTOBUF.media_type),
+            );
+            if let Some(seconds) = retry {
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+            }
+            return response;
+        }
+    }
+    if err.code() == StatusCode::NOT_ACCEPTABLE {
+        return not_acceptable_response(&err);
+    }
+    err.into_response()
+}
+
+fn protobuf_bytes(value: &Value) -> Result<Vec<u8>, ApiError> {
+    protobuf::encode_kubernetes_protobuf(value).map_err(ApiError::internal)
 }
 
 /// `*v1.ConfigMap`, the Go type name upstream prints in transform errors.
@@ -187,6 +252,9 @@ pub fn transform(
 
 /// Serializes `value` with the negotiated serializer.
 pub fn serialize(value: &Value, output: &Output) -> Result<Vec<u8>, ApiError> {
+    if output.serializer == PROTOBUF {
+        return protobuf_bytes(value);
+    }
     // A Status keeps upstream's key order (clients compare its text), which a JSON value
     // would sort.
     if value.get("kind").and_then(Value::as_str) == Some("Status")

@@ -3,19 +3,19 @@
 
 use http::StatusCode;
 
-use super::encode::{Transform, negotiate, response, write_object};
+use super::encode::{Transform, error_response, negotiate, response, write_object};
 use super::options::{Query, list_options, validate_list_options};
 use super::{RequestParts, ResourceScope};
 use crate::body::Response;
-use crate::endpoints::negotiation::{JSON, not_acceptable_response};
+use crate::endpoints::negotiation::JSON;
 use crate::status::ApiError;
 use crate::util::gojson;
 
 /// `GET <collection>`: 200 with the `<Kind>List` (or its Table / PartialObjectMetadataList).
 pub async fn list(scope: &ResourceScope, parts: RequestParts) -> Result<Response, ApiError> {
-    let output = match negotiate(&parts) {
+    let output = match negotiate(scope, &parts) {
         Ok(output) => output,
-        Err(err) => return Ok(not_acceptable_response(&err)),
+        Err(err) => return Ok(error_response(&parts.headers, err)),
     };
     let opts = list_options(&Query::parse(parts.query()))?;
     validate_list_options(&opts)?;

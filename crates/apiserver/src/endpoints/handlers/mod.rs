@@ -119,6 +119,13 @@ impl ResourceScope {
         }
     }
 
+    /// Whether the resource's objects have a protobuf encoding (built-in kinds; not custom
+    /// resources, which are served as JSON and YAML only, as upstream serves them).
+    pub fn supports_protobuf(&self) -> bool {
+        let info = self.info();
+        crate::endpoints::protobuf::can_encode(&info.api_version(), &info.kind)
+    }
+
     /// The 404 for `name` of this resource.
     pub fn not_found(&self, name: &str) -> ApiError {
         ApiError::not_found(&self.info().group, &self.info().resource, name)

@@ -6,12 +6,11 @@ use serde_json::Value;
 
 use super::create::{check_type, drop_patched_unknown_fields, object_name};
 use super::decode::{decode_yaml, media_type, read_body, unsupported_media_type};
-use super::encode::{negotiate, write_object};
+use super::encode::{error_response, negotiate, write_object};
 use super::options::{Query, force, manager_or_user_agent, update_options, validate_patch_options};
 use super::seams::{self, ApplyRequest, ManagedFieldsOperation, update_managed_fields};
 use super::{RequestParts, ResourceScope};
 use crate::body::{Body, Response};
-use crate::endpoints::negotiation::not_acceptable_response;
 use crate::endpoints::patch::{NoMeta, PatchError, SchemaPatchMeta, apply_strategic_merge_patch};
 use crate::registry::rest::{RestStorage, UpdateFunc};
 use crate::status::{ApiError, StatusCause, StatusDetails, reason};
@@ -167,9 +166,9 @@ pub async fn patch(
     parts: RequestParts,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let output = match negotiate(&parts) {
+    let output = match negotiate(scope, &parts) {
         Ok(output) => output,
-        Err(err) => return Ok(not_acceptable_response(&err)),
+        Err(err) => return Ok(error_response(&parts.headers, err)),
     };
     let strategic = scope.with_strategy(|s| s.supports_strategic_merge_patch());
     let patch_type = match PatchType::from_content_type(parts.header(header::CONTENT_TYPE)) {

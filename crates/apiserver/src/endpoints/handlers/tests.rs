@@ -846,7 +846,13 @@ async fn create_413_415_and_protobuf_hook() {
         .send(&h)
         .await;
     assert_eq!(resp.status(), StatusCode::CREATED);
-    assert_eq!(resp.headers()[header::CONTENT_TYPE], "application/json");
+    // A built-in kind is answered in the protobuf the client prefers.
+    assert_eq!(
+        resp.headers()[header::CONTENT_TYPE],
+        "application/vnd.kubernetes.protobuf"
+    );
+    let body = resp.into_body().collect().await.unwrap().to_bytes();
+    assert!(body.starts_with(b"k8s\0"));
 }
 
 #[tokio::test]

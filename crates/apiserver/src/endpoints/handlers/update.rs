@@ -4,12 +4,11 @@ use http::{StatusCode, header};
 
 use super::create::{check_namespace, check_type, drop_unknown_fields, object_name};
 use super::decode::read_object;
-use super::encode::{negotiate, write_object};
+use super::encode::{error_response, negotiate, write_object};
 use super::options::{Query, manager_or_user_agent, update_options, validate_update_options};
 use super::seams::{ManagedFieldsOperation, update_managed_fields};
 use super::{RequestParts, ResourceScope};
 use crate::body::{Body, Response};
-use crate::endpoints::negotiation::not_acceptable_response;
 use crate::registry::rest::UpdateFunc;
 use crate::status::ApiError;
 
@@ -19,9 +18,9 @@ pub async fn update(
     parts: RequestParts,
     body: Body,
 ) -> Result<Response, ApiError> {
-    let output = match negotiate(&parts) {
+    let output = match negotiate(scope, &parts) {
         Ok(output) => output,
-        Err(err) => return Ok(not_acceptable_response(&err)),
+        Err(err) => return Ok(error_response(&parts.headers, err)),
     };
     let mut opts = update_options(&Query::parse(parts.query()));
     let decoder = scope.config.protobuf_decoder();

@@ -1,5 +1,6 @@
 //! WATCH (upstream `handlers/watch.go`): a chunked stream of JSON lines
-//! `{"type":"ADDED","object":{…}}`, one frame per event, ending at `timeoutSeconds` (else a
+//! `{"type":"ADDED","object":{…}}` (or, for protobuf, length-prefixed `WatchEvent` messages,
+//! `application/vnd.kubernetes.protobuf;stream=watch`), one frame per event, ending at `timeoutSeconds` (else a
 //! random time between the minimum request timeout and twice it), when the storage ends the
 //! watch, after an `ERROR` event, or when the server shuts down.
 
@@ -13,12 +14,13 @@ use http_body::Frame;
 use http_body_util::StreamBody;
 use tokio_util::sync::CancellationToken;
 
-use super::encode::{Output, Transform, negotiate_with, serialize, transform};
+use super::encode::{Output, Transform, error_response, negotiate_with, serialize, transform};
 use super::options::{Query, default_watch_list, list_options, validate_list_options};
 use super::table::{is_initial_events_end, partial_object_metadata};
 use super::{RequestParts, ResourceScope};
 use crate::body::{BoxError, Response, boxed};
-use crate::endpoints::negotiation::{JSON, PROTOBUF, not_acceptable, not_acceptable_response};
+use crate::endpoints::negotiation::{JSON, PROTOBUF, not_acceptable};
+use crate::endpoints::protobuf::{PROTOBUF_WATCH_MEDIA_TYPE, watch_frame};
 use crate::registry::rest::{ObjectEvent, ObjectWatch};
 use crate::status::{ApiError, Status};
 use crate::util::gojson;
@@ -35,9 +37,14 @@ pub fn watch_timeout(timeout_seconds: Option<i64>, min_request_timeout: Duration
 /// `GET <collection>?watch=true` (or the legacy `/watch/` paths).
 pub async fn watch(scope: &ResourceScope, parts: RequestParts) -> Result<Response, ApiError> {
     // Only serializers with a stream framing can watch; YAML has none (406).
-    let output = match negotiate_with(&parts, &[JSON]) {
+    let output = match negotiate_with(scope, &parts, &[JSON, PROTOBUF]) {
         Ok(output) => output,
-        Err(_) => return Ok(not_acceptable_response(&not_acceptable(&[JSON, PROTOBUF]))),
+        Err(_) => {
+            return Ok(error_response(
+                &parts.headers,
+                not_acceptable(&[JSON, PROTOBUF]),
+            ));
+        }
     };
     let mut opts = list_options(&Query::parse(parts.query()))?;
     opts.watch = true;
@@ -60,10 +67,15 @@ pub async fn watch(scope: &ResourceScope, parts: RequestParts) -> Result<Respons
     let stream = futures::stream::unfold(state, next_frame);
     let mut response = http::Response::new(boxed(StreamBody::new(stream)));
     *response.status_mut() = StatusCode::OK;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static(output.serializer.media_type),
-    );
+    // Upstream appends `;stream=watch` to every media type but JSON.
+    let media_type = if output.serializer == PROTOBUF {
+        PROTOBUF_WATCH_MEDIA_TYPE
+    } else {
+        output.serializer.media_type
+    };
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(media_type));
     Ok(response)
 }
 
@@ -139,7 +151,7 @@ async fn next_frame(mut state: WatchState) -> Option<(FrameResult, WatchState)> 
     }
 }
 
-/// One event as a JSON line, after the requested transform.
+/// One event as a JSON line (or a protobuf frame), after the requested transform.
 pub fn encode_event(
     scope: &ResourceScope,
     output: &Output,
@@ -153,6 +165,10 @@ pub fn encode_event(
         ObjectEvent::Bookmark(o) => ("BOOKMARK", o),
         ObjectEvent::Error(err) => {
             let status: Status = err.into();
+            if output.serializer == PROTOBUF {
+                let value = serde_json::to_value(&status).map_err(ApiError::internal)?;
+                return Ok(Some(watch_frame("ERROR", &serialize(&value, output)?)));
+            }
             let object = gojson::to_line(&status).map_err(ApiError::internal)?;
             return Ok(Some(frame_line("ERROR", &object)));
         }
@@ -175,6 +191,9 @@ pub fn encode_event(
             ..output.clone()
         },
     )?;
+    if output.serializer == PROTOBUF {
+        return Ok(Some(watch_frame(kind, &encoded)));
+    }
     Ok(Some(frame_line(kind, &encoded)))
 }
 

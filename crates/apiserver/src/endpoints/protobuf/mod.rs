@@ -1,5 +1,5 @@
-//! Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`) decoded into the
-//! JSON object the REST layer works with.
+//! Kubernetes protobuf (`application/vnd.kubernetes.protobuf`): request bodies decoded into the
+//! JSON object the REST layer works with, and responses encoded from it.
 //!
 //! client-go's typed clientsets send protobuf (`kubectl create`, helm, controllers), and a 415 is
 //! not retried as JSON, so the server must read them. The body is the magic `k8s\0` followed by
@@ -31,7 +31,14 @@
 //! apiextensions.k8s.io/v1 CustomResourceDefinition; scheduling.k8s.io/v1 PriorityClass;
 //! coordination.k8s.io/v1 Lease; discovery.k8s.io/v1 EndpointSlice; apiregistration.k8s.io/v1
 //! APIService; DeleteOptions under any apiVersion. Other kinds get 415.
+//!
+//! Responses ([`encode_kubernetes_protobuf`], `encode.rs`) use the same tables in reverse and
+//! write what gogo's generated `Marshal` writes for the Go struct the JSON decodes into: the
+//! kinds above, their `<Kind>List`s (`{metadata = 1, items = 2}`), `Status`, and
+//! `PartialObjectMetadata(List)`. Watch streams frame each `WatchEvent` with a 4-byte
+//! big-endian length ([`watch_frame`]).
 
+mod encode;
 mod generated;
 mod schema;
 mod wire;
@@ -42,11 +49,16 @@ use http::StatusCode;
 
 use crate::status::{ApiError, reason};
 
-use schema::decode_message;
+pub use encode::EncodeError;
+use encode::{encode_message, put_bytes, put_nested};
+use schema::{Message, decode_message};
 use wire::{FieldReader, WireValue};
 
 /// The media type of Kubernetes protobuf bodies.
 pub const PROTOBUF_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+
+/// The media type of a protobuf watch stream.
+pub const PROTOBUF_WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
 
 /// The 4-byte prefix of every Kubernetes protobuf body.
 const MAGIC: &[u8; 4] = b"k8s\0";
@@ -132,6 +144,142 @@ pub fn supported_kinds() -> impl Iterator<Item = (&'static str, &'static str)> {
         .iter()
         .map(|(version, kind, _)| (*version, *kind))
         .chain(std::iter::once(("*", "DeleteOptions")))
+}
+
+/// What a response object is encoded as.
+enum Shape {
+    /// A kind with a table (or `Status`).
+    Object(&'static Message),
+    /// `<Kind>List`: `{metadata = 1 (ListMeta), items = 2}`.
+    List(&'static Message),
+    /// `PartialObjectMetadata`: `{metadata = 1}`.
+    PartialObjectMetadata,
+    /// `PartialObjectMetadataList`: `{metadata = 1 (ListMeta), items = 2}`.
+    PartialObjectMetadataList,
+}
+
+fn kind_table(api_version: &str, kind: &str) -> Option<&'static Message> {
+    generated::KINDS
+        .iter()
+        .find(|(v, k, _)| *v == api_version && *k == kind)
+        .map(|(_, _, m)| *m)
+}
+
+fn shape(api_version: &str, kind: &str) -> Option<Shape> {
+    if let Some(message) = kind_table(api_version, kind) {
+        return Some(Shape::Object(message));
+    }
+    if kind == "Status" {
+        return Some(Shape::Object(generated::STATUS));
+    }
+    if matches!(api_version, "meta.k8s.io/v1" | "meta.k8s.io/v1beta1") {
+        match kind {
+            "PartialObjectMetadata" => return Some(Shape::PartialObjectMetadata),
+            "PartialObjectMetadataList" => return Some(Shape::PartialObjectMetadataList),
+            _ => {}
+        }
+    }
+    let item = kind.strip_suffix("List")?;
+    kind_table(api_version, item).map(Shape::List)
+}
+
+/// Whether objects of `kind` in `api_version` (and their lists) have a protobuf encoding here:
+/// every kind with a field table, not custom resources.
+pub fn can_encode(api_version: &str, kind: &str) -> bool {
+    kind_table(api_version, kind).is_some()
+}
+
+/// Encodes a response object (with its `apiVersion` and `kind`) as the magic `k8s\0` and a
+/// `runtime.Unknown` envelope around the object's message, byte for byte what upstream's
+/// protobuf serializer writes.
+pub fn encode_kubernetes_protobuf(obj: &Value) -> Result<Vec<u8>, EncodeError> {
+    let text = |key: &str| obj.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    let unsupported = || EncodeError::UnsupportedKind {
+        api_version: api_version.to_string(),
+        kind: kind.to_string(),
+    };
+    let shape = shape(api_version, kind).ok_or_else(unsupported)?;
+    let empty = Map::new();
+    let fields = obj.as_object().unwrap_or(&empty);
+    let mut out = Vec::with_capacity(256);
+    out.extend_from_slice(MAGIC);
+    // runtime.Unknown {typeMeta = 1 {apiVersion = 1, kind = 2}, raw = 2, contentEncoding = 3,
+    // contentType = 4}, the strings always written.
+    put_nested(&mut out, 1, |out| {
+        put_bytes(out, 1, api_version.as_bytes());
+        put_bytes(out, 2, kind.as_bytes());
+        Ok::<_, EncodeError>(())
+    })?;
+    put_nested(&mut out, 2, |out| encode_shape(&shape, fields, out))?;
+    put_bytes(&mut out, 3, b"");
+    put_bytes(&mut out, 4, b"");
+    Ok(out)
+}
+
+fn encode_shape(
+    shape: &Shape,
+    obj: &Map<String, Value>,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    let empty = Map::new();
+    let object = |key: &str| obj.get(key).and_then(Value::as_object).unwrap_or(&empty);
+    let items = || {
+        obj.get("items")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .map(|item| item.as_object().unwrap_or(&empty))
+    };
+    match shape {
+        Shape::Object(message) => encode_message(message, obj, out),
+        Shape::PartialObjectMetadata => put_nested(out, 1, |out| {
+            encode_message(generated::OBJECT_META, object("metadata"), out)
+        }),
+        Shape::List(message) => {
+            put_nested(out, 1, |out| {
+                encode_message(generated::LIST_META, object("metadata"), out)
+            })?;
+            for item in items() {
+                put_nested(out, 2, |out| encode_message(message, item, out))?;
+            }
+            Ok(())
+        }
+        Shape::PartialObjectMetadataList => {
+            put_nested(out, 1, |out| {
+                encode_message(generated::LIST_META, object("metadata"), out)
+            })?;
+            for item in items() {
+                let metadata = item
+                    .get("metadata")
+                    .and_then(Value::as_object)
+                    .unwrap_or(&empty);
+                put_nested(out, 2, |out| {
+                    put_nested(out, 1, |out| {
+                        encode_message(generated::OBJECT_META, metadata, out)
+                    })
+                })?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// One frame of a protobuf watch stream: a 4-byte big-endian length, then a
+/// `metav1.WatchEvent {type = 1, object = 2 (runtime.RawExtension {raw = 1})}` whose raw bytes
+/// are the encoded object (`k8s\0` + envelope), as upstream's length-delimited framer writes.
+pub fn watch_frame(event_type: &str, object: &[u8]) -> Vec<u8> {
+    let mut event = Vec::with_capacity(object.len() + event_type.len() + 16);
+    put_bytes(&mut event, 1, event_type.as_bytes());
+    let _ = put_nested(&mut event, 2, |out| {
+        put_bytes(out, 1, object);
+        Ok::<_, EncodeError>(())
+    });
+    let mut frame = Vec::with_capacity(event.len() + 4);
+    frame.extend_from_slice(&(event.len() as u32).to_be_bytes());
+    frame.extend(event);
+    frame
 }
 
 fn decode(body: &[u8]) -> Result<Value, DecodeError> {

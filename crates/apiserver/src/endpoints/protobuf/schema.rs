@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 use super::DecodeError;
 use super::wire::{FieldReader, WireValue, read_varint};
 
-/// A protobuf message of the Kubernetes API, described by its fields.
+/// A protobuf message of the Kubernetes API, described by its fields (in field-number order, the
+/// order gogo's generated `Marshal` writes them in).
 #[derive(Debug)]
 pub(super) struct Message {
     /// The message name (for error messages).
@@ -19,21 +20,29 @@ pub(super) struct Message {
 /// One field of a message.
 #[derive(Debug)]
 pub(super) struct Field {
-    number: u32,
-    json: &'static str,
-    ty: Ty,
-    card: Card,
+    /// The protobuf field number.
+    pub(super) number: u32,
+    /// The JSON name (empty for an inlined struct).
+    pub(super) json: &'static str,
+    /// The value type.
+    pub(super) ty: Ty,
+    /// How presence maps onto JSON and the wire.
+    pub(super) card: Card,
 }
 
 /// How a field's presence maps onto JSON.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Card {
-    /// A Go value field: always on the wire, so a zero value means "unset" and is omitted (the
-    /// JSON `omitempty` a JSON client would have applied).
+pub(super) enum Card {
+    /// A Go value field with `omitempty` (or a struct value): always on the wire, so a zero
+    /// value means "unset" and is omitted (the JSON `omitempty` a JSON client would have
+    /// applied).
     Value,
     /// A Go pointer field: on the wire only when set, so zero values are kept (`replicas: 0`,
     /// `gracePeriodSeconds: 0`, `automountServiceAccountToken: false`).
     Pointer,
+    /// A Go value field whose zero value JSON keeps (no `omitempty`, or a `Time`/`Quantity`/
+    /// `IntOrString`/`RawExtension` value): always on the wire, decoded like a pointer.
+    Kept,
     /// A repeated field (a JSON array).
     Repeated,
     /// An embedded Go struct whose JSON fields are inlined into the parent
@@ -100,6 +109,11 @@ pub(super) const fn val(number: u32, json: &'static str, ty: Ty) -> Field {
 /// A Go pointer field (present = set, zero kept).
 pub(super) const fn ptr(number: u32, json: &'static str, ty: Ty) -> Field {
     field(number, json, ty, Card::Pointer)
+}
+
+/// A Go value field kept in JSON when zero.
+pub(super) const fn keep(number: u32, json: &'static str, ty: Ty) -> Field {
+    field(number, json, ty, Card::Kept)
 }
 
 /// A repeated field.
@@ -184,7 +198,7 @@ fn decode_into(
                 }
             }
             (card, ty) => match decode_value(ty, value).ok_or_else(mismatch)?? {
-                Some(v) if card == Card::Pointer || !is_zero(&v) => {
+                Some(v) if card != Card::Value || !is_zero(&v) => {
                     out.insert(field.json.to_string(), v);
                 }
                 _ => {
@@ -493,6 +507,9 @@ pub(super) fn table_errors(root: &'static Message) -> Vec<String> {
         for (i, f) in m.fields.iter().enumerate() {
             if m.fields[..i].iter().any(|g| g.number == f.number) {
                 errors.push(format!("{}: field number {} twice", m.name, f.number));
+            }
+            if i > 0 && m.fields[i - 1].number > f.number {
+                errors.push(format!("{}: field {} out of order", m.name, f.number));
             }
             if matches!(f.card, Card::Inline) != f.json.is_empty() {
                 errors.push(format!(

@@ -68,6 +68,108 @@ fn decode_ok(body: &[u8]) -> serde_json::Value {
     decode_kubernetes_protobuf(body).unwrap()
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The object inside an encoded response, unwrapped by prost: the magic, then `runtime.Unknown`
+/// with the apiVersion/kind of `object` and empty contentEncoding/contentType, as Go writes.
+fn unwrap_envelope(body: &[u8], object: &serde_json::Value) -> Vec<u8> {
+    let rest = body.strip_prefix(MAGIC).expect("magic");
+    let unknown = Unknown::decode(rest).expect("prost reads the envelope");
+    assert_eq!(
+        unknown.encode_to_vec(),
+        rest,
+        "the envelope is written as gogo writes it"
+    );
+    let type_meta = unknown.type_meta.expect("typeMeta");
+    assert_eq!(
+        type_meta.api_version.as_deref(),
+        object["apiVersion"].as_str()
+    );
+    assert_eq!(type_meta.kind.as_deref(), object["kind"].as_str());
+    assert_eq!(unknown.content_encoding.as_deref(), Some(""));
+    assert_eq!(unknown.content_type.as_deref(), Some(""));
+    unknown.raw.expect("raw")
+}
+
+/// Encodes `object` and checks the result with prost (generated from upstream's
+/// `generated.proto`, an independent decoder): prost reads it, re-encoding prost's message gives
+/// the same bytes (field-number order, value fields present, pointers only when set, maps in
+/// key order, unpacked repeated scalars; prost leaves out an empty map value gogo writes, so
+/// that comparison needs none), and what prost read is the object again. Returns prost's
+/// message.
+fn assert_encoding_matches_prost<T: prost::Message + Default + std::fmt::Debug>(
+    object: &serde_json::Value,
+) -> T {
+    let body = encode_kubernetes_protobuf(object).unwrap();
+    let raw = unwrap_envelope(&body, object);
+    let decoded = T::decode(raw.as_slice()).expect("prost reads the object");
+    let again = decoded.encode_to_vec();
+    if !has_empty_map_value(object) {
+        assert_eq!(hex(&again), hex(&raw), "{decoded:?}");
+    }
+    let api_version = object["apiVersion"].as_str().unwrap();
+    let kind = object["kind"].as_str().unwrap();
+    if !can_encode(api_version, kind) {
+        // Status and PartialObjectMetadata are never request bodies.
+        return decoded;
+    }
+    assert_json(
+        &without_zero_values(&decode_ok(&envelope_raw(api_version, kind, again))),
+        &without_zero_values(object),
+    );
+    assert_json(
+        &without_zero_values(&decode_ok(&body)),
+        &without_zero_values(object),
+    );
+    decoded
+}
+
+fn has_empty_map_value(value: &serde_json::Value) -> bool {
+    match value {
+        serde_json::Value::Object(map) => map.iter().any(|(key, v)| {
+            (matches!(
+                key.as_str(),
+                "labels" | "annotations" | "data" | "stringData"
+            ) && v.as_object().is_some_and(|m| m.values().any(|v| v == "")))
+                || has_empty_map_value(v)
+        }),
+        serde_json::Value::Array(items) => items.iter().any(has_empty_map_value),
+        _ => false,
+    }
+}
+
+/// `value` without zero values and empty objects: Go writes a struct value it was not given as
+/// an empty message (`resources: {}`) and value fields without `omitempty` as zeros
+/// (`disruptionsAllowed: 0`), which hand-built test objects leave out. (Zeros that must be
+/// kept are checked byte for byte against prost's presence.)
+fn without_zero_values(value: &serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), without_zero_values(v)))
+                .filter(|(_, v)| {
+                    !matches!(v, Value::Bool(false))
+                        && v != 0
+                        && v != ""
+                        && v.as_object().is_none_or(|m| !m.is_empty())
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_zero_values).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A body a Go client wrote, decoded here and encoded again, comes out byte for byte the same.
+fn assert_encodes_back(body: &[u8]) {
+    let object = decode_ok(body);
+    let again = encode_kubernetes_protobuf(&object).unwrap();
+    assert_eq!(hex(&again), hex(body), "{object}");
+}
+
 #[test]
 fn secret_with_binary_data_becomes_base64() {
     let secret = core::Secret {
@@ -105,6 +207,7 @@ fn configmap_with_labels_annotations_and_binary_data() {
         binary_data: map(&[("bin", b"\x00\x01\x02".to_vec())]),
     };
     let got = decode_ok(&envelope("v1", "ConfigMap", &cm));
+    assert_encoding_matches_prost::<core::ConfigMap>(&got);
     assert_eq!(
         got,
         json!({
@@ -221,6 +324,7 @@ fn object_meta_owner_references_finalizers_managed_fields_and_times() {
         ..Default::default()
     };
     let got = decode_ok(&envelope("v1", "ConfigMap", &cm));
+    assert_encoding_matches_prost::<core::ConfigMap>(&got);
     assert_eq!(
         got["metadata"],
         json!({
@@ -303,6 +407,7 @@ fn service_int_or_string_and_pointer_fields() {
         }),
     };
     let got = decode_ok(&envelope("v1", "Service", &svc));
+    assert_encoding_matches_prost::<core::Service>(&got);
     assert_eq!(
         got,
         json!({
@@ -337,6 +442,7 @@ fn quantities_stay_strings_and_micro_time_has_six_digits() {
         status: Some(core::ResourceQuotaStatus::default()),
     };
     let got = decode_ok(&envelope("v1", "ResourceQuota", &quota));
+    assert_encoding_matches_prost::<core::ResourceQuota>(&got);
     assert_eq!(got["spec"], json!({"hard": {"cpu": "500m", "pods": "10"}}));
 
     let lease = coordination::Lease {
@@ -353,6 +459,7 @@ fn quantities_stay_strings_and_micro_time_has_six_digits() {
         }),
     };
     let got = decode_ok(&envelope("coordination.k8s.io/v1", "Lease", &lease));
+    assert_encoding_matches_prost::<coordination::Lease>(&got);
     assert_eq!(
         got["spec"],
         json!({
@@ -387,6 +494,7 @@ fn pod_disruption_budget_pointer_int_or_string_and_selector() {
         status: Some(policy::PodDisruptionBudgetStatus::default()),
     };
     let got = decode_ok(&envelope("policy/v1", "PodDisruptionBudget", &pdb));
+    assert_encoding_matches_prost::<policy::PodDisruptionBudget>(&got);
     assert_eq!(
         got["spec"],
         json!({
@@ -576,6 +684,9 @@ fn bodies_captured_from_kubectl_1_35() {
             "status": {},
         })
     );
+    for body in [configmap, secret, namespace] {
+        assert_encodes_back(&unhex(body));
+    }
 }
 
 /// Further bodies captured from kubectl v1.35.2 `create ...` subcommands (all typed clients).
@@ -616,6 +727,7 @@ fn workload_and_other_bodies_captured_from_kubectl_1_35() {
     for (command, hex, expected) in cases {
         let expected: serde_json::Value = serde_json::from_str(expected).unwrap();
         assert_eq!(decode_ok(&unhex(hex)), expected, "kubectl {command}");
+        assert_encodes_back(&unhex(hex));
     }
 }
 
@@ -752,6 +864,7 @@ fn deployment_pod_template_with_inlined_references_probes_and_volumes() {
         status: Some(k8s_pb::api::apps::v1::DeploymentStatus::default()),
     };
     let got = decode_ok(&envelope("apps/v1", "Deployment", &deployment));
+    assert_encoding_matches_prost::<k8s_pb::api::apps::v1::Deployment>(&got);
     assert_eq!(
         got["spec"],
         json!({
@@ -803,6 +916,7 @@ fn ingress_captured_from_kubectl_1_35() {
                1a0a0377656212001a0764656661756c7422002a00320038004200125112160a0b6578616d706c65\
                2e636f6d12076d792d636572741a300a0b6578616d706c652e636f6d12210a1f0a1d0a042f617069\
                120d220b0a0373766312040a0010501a0650726566697822056e67696e781a020a001a002200";
+    assert_encodes_back(&unhex(hex));
     assert_eq!(
         decode_ok(&unhex(hex)),
         json!({
@@ -1028,6 +1142,23 @@ fn check_against_prost<T: prost::Message + Default + std::fmt::Debug>(
     let mut errors = Vec::new();
     json_diff(&ours, &again, "", &mut errors);
     check_names(&ours, &format!("{decoded:?}"), "", &mut errors);
+    // And back: the JSON encoded here, read by prost and by the decoder here.
+    match encode_kubernetes_protobuf(&ours) {
+        Ok(body) => {
+            let raw = unwrap_envelope(&body, &ours);
+            match T::decode(raw.as_slice()) {
+                Ok(back) => {
+                    if back.encode_to_vec() != raw {
+                        errors.push(format!("prost re-encodes differently: {back:?}"));
+                    }
+                    check_names(&ours, &format!("{back:?}"), "", &mut errors);
+                }
+                Err(err) => errors.push(format!("prost rejects the encoding: {err}")),
+            }
+            json_diff(&decode_ok(&body), &ours, "", &mut errors);
+        }
+        Err(err) => errors.push(format!("encoding fails: {err}")),
+    }
     errors
 }
 
@@ -1654,6 +1785,7 @@ fn pod_with_every_kind_of_nested_message() {
         status: Some(status),
     };
     let got = decode_ok(&envelope("v1", "Pod", &pod));
+    assert_encoding_matches_prost::<core::Pod>(&got);
     let expected = json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -2388,4 +2520,262 @@ fn node_event_and_network_policy() {
             },
         }),
     );
+}
+
+// ---- Responses: the encoder ----
+
+#[test]
+fn status_error_encodes_as_gogo_writes_it() {
+    let err = crate::status::ApiError::not_found("apps", "deployments", "web").with_details(
+        crate::status::StatusDetails {
+            name: "web".into(),
+            group: "apps".into(),
+            kind: "deployments".into(),
+            causes: vec![crate::status::StatusCause {
+                reason: "FieldValueInvalid".into(),
+                message: "bad".into(),
+                field: "spec.replicas".into(),
+            }],
+            retry_after_seconds: 3,
+            ..Default::default()
+        },
+    );
+    let object = serde_json::to_value(&*err.0).unwrap();
+    let status: meta::Status = assert_encoding_matches_prost(&object);
+    // ListMeta is a value struct: its strings are written empty; details is a pointer.
+    assert_eq!(
+        status.metadata,
+        Some(meta::ListMeta {
+            self_link: s(""),
+            resource_version: s(""),
+            r#continue: s(""),
+            remaining_item_count: None,
+        })
+    );
+    assert_eq!(status.status.as_deref(), Some("Failure"));
+    assert_eq!(status.reason.as_deref(), Some("NotFound"));
+    assert_eq!(status.code, Some(404));
+    assert_eq!(
+        status.message.as_deref(),
+        Some("deployments.apps \"web\" not found")
+    );
+    let details = status.details.unwrap();
+    assert_eq!(details.retry_after_seconds, Some(3));
+    assert_eq!(details.uid.as_deref(), Some(""));
+    assert_eq!(details.causes[0].field.as_deref(), Some("spec.replicas"));
+    assert_eq!(
+        details.causes[0].reason.as_deref(),
+        Some("FieldValueInvalid")
+    );
+}
+
+#[test]
+fn times_quantities_int_or_string_and_absent_values_as_go_writes_them() {
+    let lease = json!({
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": "l", "namespace": "kube-system",
+                     "creationTimestamp": "2024-01-02T03:04:05Z"},
+        "spec": {"holderIdentity": "node-1", "leaseDurationSeconds": 0,
+                 "renewTime": "2024-01-02T03:04:05.123456Z"},
+    });
+    let got: coordination::Lease = assert_encoding_matches_prost(&lease);
+    let metadata = got.metadata.unwrap();
+    // metav1.Time carries whole seconds with nanos written as 0; a value field absent from
+    // the JSON (generateName, uid) is written empty; pointers absent stay absent.
+    assert_eq!(
+        metadata.creation_timestamp,
+        Some(meta::Time {
+            seconds: Some(1_704_164_645),
+            nanos: Some(0)
+        })
+    );
+    assert_eq!(metadata.generate_name.as_deref(), Some(""));
+    assert_eq!(metadata.generation, Some(0));
+    assert_eq!(metadata.deletion_timestamp, None);
+    let spec = got.spec.unwrap();
+    // A pointer holding zero is kept; MicroTime keeps microseconds.
+    assert_eq!(spec.lease_duration_seconds, Some(0));
+    assert_eq!(spec.acquire_time, None);
+    assert_eq!(
+        spec.renew_time,
+        Some(meta::MicroTime {
+            seconds: Some(1_704_164_645),
+            nanos: Some(123_456_000)
+        })
+    );
+
+    let svc = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "s"},
+        "spec": {"ports": [
+            {"name": "a", "port": 80, "targetPort": 8080},
+            {"name": "b", "port": 81, "targetPort": "http"},
+        ]},
+    });
+    let got: core::Service = assert_encoding_matches_prost(&svc);
+    let ports = got.spec.unwrap().ports;
+    assert_eq!(
+        ports[0].target_port,
+        Some(IntOrString {
+            r#type: Some(0),
+            int_val: Some(8080),
+            str_val: s("")
+        })
+    );
+    assert_eq!(
+        ports[1].target_port,
+        Some(IntOrString {
+            r#type: Some(1),
+            int_val: Some(0),
+            str_val: s("http")
+        })
+    );
+
+    let quota = json!({
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "q"},
+        "spec": {"hard": {"pods": "10", "cpu": "500m", "memory": "1Gi"}},
+    });
+    let got: core::ResourceQuota = assert_encoding_matches_prost(&quota);
+    let hard = got.spec.unwrap().hard;
+    assert_eq!(hard.keys().collect::<Vec<_>>(), ["cpu", "memory", "pods"]);
+    assert_eq!(hard["cpu"].string.as_deref(), Some("500m"));
+    assert_eq!(hard["memory"].string.as_deref(), Some("1Gi"));
+}
+
+#[test]
+fn map_entries_are_sorted_and_keep_empty_values_like_gogo() {
+    let cm = json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "m", "labels": {"b": "2", "a": ""}},
+        "data": {"z": "last", "a": "first"},
+    });
+    let body = encode_kubernetes_protobuf(&cm).unwrap();
+    let raw = unwrap_envelope(&body, &cm);
+    let text = hex(&raw);
+    // labels (ObjectMeta field 11): "a" with an empty value (written, as gogo writes it), then
+    // "b"; data (field 2): "a" before "z".
+    assert!(text.contains(&hex(b"\x5a\x05\x0a\x01a\x12\x00\x5a\x06\x0a\x01b\x12\x012")));
+    assert!(text.contains(&hex(
+        b"\x12\x0a\x0a\x01a\x12\x05first\x12\x09\x0a\x01z\x12\x04last"
+    )));
+    let decoded = core::ConfigMap::decode(raw.as_slice()).unwrap();
+    assert_eq!(decoded.metadata.unwrap().labels["a"], "");
+}
+
+#[test]
+fn lists_carry_list_meta_and_items() {
+    let pod = |name: &str| {
+        json!({"metadata": {"name": name, "namespace": "default", "resourceVersion": "5"},
+               "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+               "status": {"phase": "Running"}})
+    };
+    let list = json!({
+        "apiVersion": "v1",
+        "kind": "PodList",
+        "metadata": {"resourceVersion": "42", "continue": "token", "remainingItemCount": 0},
+        "items": [pod("a"), pod("b")],
+    });
+    let body = encode_kubernetes_protobuf(&list).unwrap();
+    let raw = unwrap_envelope(&body, &list);
+    let got = core::PodList::decode(raw.as_slice()).unwrap();
+    assert_eq!(hex(&got.encode_to_vec()), hex(&raw));
+    assert_eq!(
+        got.metadata,
+        Some(meta::ListMeta {
+            self_link: s(""),
+            resource_version: s("42"),
+            r#continue: s("token"),
+            remaining_item_count: Some(0),
+        })
+    );
+    let names: Vec<_> = got
+        .items
+        .iter()
+        .map(|p| p.metadata.as_ref().unwrap().name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    let first = &got.items[0];
+    assert_eq!(
+        first.spec.as_ref().unwrap().containers[0].image.as_deref(),
+        Some("busybox")
+    );
+    assert_eq!(
+        first.status.as_ref().unwrap().phase.as_deref(),
+        Some("Running")
+    );
+
+    // An empty list still has its metadata.
+    let empty =
+        json!({"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": {}, "items": []});
+    let body = encode_kubernetes_protobuf(&empty).unwrap();
+    let got =
+        k8s_pb::api::apps::v1::DeploymentList::decode(unwrap_envelope(&body, &empty).as_slice())
+            .unwrap();
+    assert!(got.items.is_empty());
+    assert_eq!(got.metadata.unwrap().resource_version.as_deref(), Some(""));
+}
+
+#[test]
+fn partial_object_metadata_and_its_list() {
+    let list = json!({
+        "apiVersion": "meta.k8s.io/v1",
+        "kind": "PartialObjectMetadataList",
+        "metadata": {"resourceVersion": "7"},
+        "items": [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                   "metadata": {"name": "x", "uid": "u-1", "ownerReferences": [
+                       {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs",
+                        "uid": "u-2", "controller": true}]}}],
+    });
+    let body = encode_kubernetes_protobuf(&list).unwrap();
+    let raw = unwrap_envelope(&body, &list);
+    let got = meta::PartialObjectMetadataList::decode(raw.as_slice()).unwrap();
+    assert_eq!(hex(&got.encode_to_vec()), hex(&raw));
+    let item = got.items[0].metadata.as_ref().unwrap();
+    assert_eq!(item.uid.as_deref(), Some("u-1"));
+    assert_eq!(item.owner_references[0].controller, Some(true));
+    assert_eq!(item.owner_references[0].block_owner_deletion, None);
+
+    let one = json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                     "metadata": {"name": "x"}});
+    let got: meta::PartialObjectMetadata = assert_encoding_matches_prost(&one);
+    assert_eq!(got.metadata.unwrap().name.as_deref(), Some("x"));
+}
+
+#[test]
+fn watch_frame_is_a_length_prefixed_watch_event() {
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "w"}});
+    let object = encode_kubernetes_protobuf(&cm).unwrap();
+    let frame = watch_frame("MODIFIED", &object);
+    let len = u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize;
+    assert_eq!(len, frame.len() - 4);
+    let event = meta::WatchEvent::decode(&frame[4..]).unwrap();
+    assert_eq!(hex(&event.encode_to_vec()), hex(&frame[4..]));
+    assert_eq!(event.r#type.as_deref(), Some("MODIFIED"));
+    // The object is the whole encoded object, magic and envelope included.
+    assert_eq!(event.object.unwrap().raw, Some(object));
+}
+
+#[test]
+fn kinds_without_a_table_are_not_encoded() {
+    let cr = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
+    assert!(matches!(
+        encode_kubernetes_protobuf(&cr),
+        Err(EncodeError::UnsupportedKind { .. })
+    ));
+    assert!(!can_encode("example.com/v1", "Widget"));
+    assert!(can_encode("apps/v1", "Deployment"));
+    // A Table is not a protobuf message upstream.
+    let table = json!({"apiVersion": "meta.k8s.io/v1", "kind": "Table"});
+    assert!(encode_kubernetes_protobuf(&table).is_err());
+    // A value of the wrong type is an error, not a panic.
+    let bad = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": 5}});
+    assert!(matches!(
+        encode_kubernetes_protobuf(&bad),
+        Err(EncodeError::Type { .. })
+    ));
 }

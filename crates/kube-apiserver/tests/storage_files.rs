@@ -230,3 +230,34 @@ async fn embedded_store_compacts_old_revisions_to_410_and_its_file_stays_bounded
     assert_eq!(status["reason"], "Expired", "{}", reply.body);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn x509_v1_client_certificates_authenticate_and_unverifiable_ones_get_401_not_a_failed_handshake()
+ {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/x509-v1");
+    let read = |name: &str| std::fs::read_to_string(data.join(name)).unwrap();
+    let mut server = ApiServer::builder()
+        .args([format!(
+            "--client-ca-file={}",
+            data.join("ca.crt").display()
+        )])
+        .no_ready_wait()
+        .start()
+        .await;
+    let ca = std::fs::read_to_string(server.pki().join("ca.crt")).unwrap();
+    let v1_admin = Client::new(server.addr, &ca, "127.0.0.1")
+        .with_identity(&read("admin.crt"), &read("admin.key"));
+    ready(&v1_admin).await;
+    for proto in [Proto::H1, Proto::H2] {
+        let reply = v1_admin.get(proto, "/api/v1/namespaces").await.unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.body);
+    }
+    // Signed by a CA the server does not trust: the handshake completes, the request is 401.
+    let stranger = Client::new(server.addr, &ca, "127.0.0.1")
+        .with_identity(&read("stranger.crt"), &read("stranger.key"));
+    for proto in [Proto::H1, Proto::H2] {
+        let reply = stranger.get(proto, "/api/v1/namespaces").await.unwrap();
+        assert_eq!(reply.status, 401, "{}", reply.body);
+    }
+    server.stop().await;
+}

@@ -158,7 +158,12 @@ pub fn verify_client_chain(
         .iter()
         .filter_map(|c| webpki::anchor_from_trusted_cert(c).ok())
         .collect();
-    let end_entity = webpki::EndEntityCert::try_from(leaf).map_err(go_reason)?;
+    let end_entity = match webpki::EndEntityCert::try_from(leaf) {
+        Ok(cert) => cert,
+        // webpki only parses v3 certificates; Go verifies v1 leaves too.
+        Err(webpki::Error::UnsupportedCertVersion) => return verify_v1_leaf(leaf, roots),
+        Err(e) => return Err(go_reason(e)),
+    };
     end_entity
         .verify_for_usage(
             webpki::ALL_VERIFICATION_ALGS,
@@ -171,6 +176,33 @@ pub fn verify_client_chain(
         )
         .map(|_| ())
         .map_err(go_reason)
+}
+
+/// Verifies an X.509 v1 leaf (no extensions: no key-usage limits) signed directly by one of
+/// `roots`, as Go's `x509.Verify` accepts it: issuer and subject match, the signature verifies
+/// with the root's key, and both are within their validity periods.
+fn verify_v1_leaf(
+    leaf: &CertificateDer<'_>,
+    roots: &[CertificateDer<'static>],
+) -> Result<(), String> {
+    let leaf = X509Certificate::from_der(leaf.as_ref())
+        .map(|(_, c)| c)
+        .map_err(|e| format!("x509: failed to parse certificate: {e}"))?;
+    if !leaf.validity().is_valid() {
+        return Err("x509: certificate has expired or is not yet valid".into());
+    }
+    let signed_by_root = roots.iter().any(|root| {
+        X509Certificate::from_der(root.as_ref()).is_ok_and(|(_, root)| {
+            root.subject().as_raw() == leaf.issuer().as_raw()
+                && root.validity().is_valid()
+                && leaf.verify_signature(Some(root.public_key())).is_ok()
+        })
+    });
+    if signed_by_root {
+        Ok(())
+    } else {
+        Err("x509: certificate signed by unknown authority".into())
+    }
 }
 
 /// Maps webpki errors to the texts Go's `x509.Verify` uses, where there is an equivalent.

@@ -31,6 +31,24 @@ pub struct Reply {
     pub version: Version,
 }
 
+/// Presents one client certificate to every server that asks.
+#[derive(Debug)]
+struct FixedClientCert(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for FixedClientCert {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
 /// How to reach a test server.
 #[derive(Clone)]
 pub struct Client {
@@ -88,9 +106,14 @@ impl Client {
             .expect("versions")
             .with_root_certificates(self.roots.clone());
         let mut config = match &self.identity {
-            Some((certs, key)) => builder
-                .with_client_auth_cert(certs.clone(), key.clone_key())
-                .expect("client auth"),
+            // A resolver rather than `with_client_auth_cert`, which parses the certificate
+            // with webpki to match it with the key and so refuses X.509 v1 certificates.
+            Some((certs, key)) => {
+                let signer = rustls::crypto::ring::sign::any_supported_type(key)
+                    .expect("client key");
+                let certified = rustls::sign::CertifiedKey::new(certs.clone(), signer);
+                builder.with_client_cert_resolver(Arc::new(FixedClientCert(Arc::new(certified))))
+            }
             None => builder.with_no_client_auth(),
         };
         config.alpn_protocols = match proto {

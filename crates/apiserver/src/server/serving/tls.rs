@@ -200,6 +200,44 @@ pub(crate) struct RequestClientCert {
     algorithms: WebPkiSupportedAlgorithms,
 }
 
+impl RequestClientCert {
+    /// The handshake signature checked against the certificate's public key read by
+    /// x509-parser: webpki refuses to parse X.509 v1 certificates, which Go accepts (the
+    /// x509 authenticator then decides whether the certificate authenticates). `err` is the
+    /// webpki verification's error, returned when the key does not verify either.
+    fn verify_with_key_of_any_version(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+        err: rustls::Error,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        use x509_parser::prelude::{FromDer, X509Certificate};
+        let Ok((_, parsed)) = X509Certificate::from_der(cert.as_ref()) else {
+            return Err(err);
+        };
+        let spki = rustls_pki_types::SubjectPublicKeyInfoDer::from(parsed.public_key().raw);
+        let Ok(key) = webpki::RawPublicKeyEntity::try_from(&spki) else {
+            return Err(err);
+        };
+        let candidates = self
+            .algorithms
+            .mapping
+            .iter()
+            .find(|(scheme, _)| *scheme == dss.scheme)
+            .map(|(_, algs)| *algs)
+            .unwrap_or_default();
+        if candidates
+            .iter()
+            .any(|alg| key.verify_signature(*alg, message, dss.signature()).is_ok())
+        {
+            Ok(HandshakeSignatureValid::assertion())
+        } else {
+            Err(err)
+        }
+    }
+}
+
 impl ClientCertVerifier for RequestClientCert {
     fn offer_client_auth(&self) -> bool {
         true
@@ -229,6 +267,7 @@ impl ClientCertVerifier for RequestClientCert {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+            .or_else(|err| self.verify_with_key_of_any_version(message, cert, dss, err))
     }
 
     fn verify_tls13_signature(
@@ -238,6 +277,7 @@ impl ClientCertVerifier for RequestClientCert {
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
         rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+            .or_else(|err| self.verify_with_key_of_any_version(message, cert, dss, err))
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

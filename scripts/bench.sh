@@ -5,7 +5,9 @@
 #    hyper + rustls server (crates/apiserver/examples/bare_tls_server.rs) under the same load
 #    in the same run;
 #  * start-to-ready time (spawn until /readyz answers 200, median of $STARTS starts);
-#  * idle RSS (VmRSS after ready).
+#  * idle RSS (VmRSS after ready);
+#  * each server's CPU time per request (utime + stime from /proc/<pid>/stat around each run,
+#    divided by the responses received): on 2 cores hey bounds requests/s, not the server.
 # Prints a markdown report on stdout.
 #
 # Needs `hey` (https://github.com/rakyll/hey; it skips certificate verification and does
@@ -49,19 +51,29 @@ kube_port=$(wait_line "$work/kube.err" "Serving securely on" | sed -E 's/.*:([0-
 
 "$bare" "$work/data/pki/apiserver.crt" "$work/data/pki/apiserver.key" >"$work/bare.out" 2>&1 &
 pids+=($!)
+bare_pid=$!
 bare_port=$(wait_line "$work/bare.out" "listening on" | sed -E 's/.*:([0-9]+)\s*$/\1/')
 
 # Warm both (TLS session setup, lazy statics) before measuring.
 hey -n 2000 -c 10 -host localhost -H "Authorization: Bearer bench-token" "https://127.0.0.1:$kube_port$BENCH_PATH" >/dev/null
 hey -n 2000 -c 10 -host localhost -H "Authorization: Bearer bench-token" "https://127.0.0.1:$bare_port$BENCH_PATH" >/dev/null
 
-# Runs hey against port $1 with extra flags $2..; prints "rps p50_ms p99_ms non2xx".
+# CPU time (utime + stime) of process $1 so far, in clock ticks.
+cpu_ticks() {
+    awk '{print $14 + $15}' "/proc/$1/stat"
+}
+hz=$(getconf CLK_TCK)
+
+# Runs hey against port $1 (server pid $2) with extra flags $3..; prints "rps p50_ms p99_ms
+# non2xx cpu_us_per_request".
 load() {
-    local port=$1
-    shift
-    local out
+    local port=$1 pid=$2
+    shift 2
+    local out before after
+    before=$(cpu_ticks "$pid")
     out=$(hey -z "$DURATION" -c "$CONCURRENCY" -disable-compression -host localhost -H "Authorization: Bearer bench-token" "$@" \
         "https://127.0.0.1:$port$BENCH_PATH")
+    after=$(cpu_ticks "$pid")
     local rps p50 p99 bad
     rps=$(awk '/Requests\/sec:/ {print $2}' <<<"$out")
     p50=$(awk '/ 50% in / {printf "%.2f", $3 * 1000}' <<<"$out")
@@ -71,7 +83,11 @@ load() {
         err && /^[ \t]*\[[0-9]+\]/ {gsub(/[][]/, "", $1); n += $1}
         !err && /\[[0-9]+\][ \t]+[0-9]+ responses/ && $1 != "[200]" {n += $2}
         END {print n + 0}' <<<"$out")
-    echo "$rps $p50 $p99 $bad"
+    local responses cpu
+    responses=$(awk '/\[[0-9]+\][ \t]+[0-9]+ responses/ {n += $2} END {print n + 0}' <<<"$out")
+    cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$responses" \
+        'BEGIN {if (n > 0) printf "%.1f", t * 1e6 / hz / n; else print "n/a"}')
+    echo "$rps $p50 $p99 $bad $cpu"
 }
 
 # ROUNDS rounds, alternating which server goes first; the best round of each counts, so a
@@ -84,9 +100,9 @@ for round in $(seq "$ROUNDS"); do
         order=(kube bare)
         ((round % 2 == 0)) && order=(bare kube)
         for server in "${order[@]}"; do
-            port=$kube_port
-            [[ $server == bare ]] && port=$bare_port
-            run=$(load "$port" "${flags[@]}")
+            port=$kube_port pid=$kube_pid
+            [[ $server == bare ]] && port=$bare_port pid=$bare_pid
+            run=$(load "$port" "$pid" "${flags[@]}")
             best=${result[${server}_$proto]:-0}
             if awk -v a="${run%% *}" -v b="${best%% *}" 'BEGIN {exit !(a > b)}'; then
                 result[${server}_$proto]=$run
@@ -99,10 +115,10 @@ kube_rss_after_load=$(awk '/VmRSS/ {print $2}' "/proc/$kube_pid/status")
 # --- start-to-ready and idle RSS --------------------------------------------------------------
 # Spawns the binary $STARTS times (fresh data dir: includes generating the PKI; and reusing
 # it: a restart), polls /readyz every 2 ms from spawn until 200, reads VmRSS once ready.
-readiness=$(python3 - "$bin" "$work" "$STARTS" <<'PY'
+readiness=$(python3 - "$bin" "$work" "$STARTS" "$work/tokens.csv" <<'PY'
 import os, signal, socket, ssl, statistics, subprocess, sys, time, http.client
 
-binary, work, starts = sys.argv[1], sys.argv[2], int(sys.argv[3])
+binary, work, starts, tokens = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 
 def free_port():
     with socket.socket() as s:
@@ -123,7 +139,8 @@ ctx.verify_mode = ssl.CERT_NONE
 def ready(port):
     try:
         conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=1, context=ctx)
-        conn.request("GET", "/readyz")
+        # Anonymous requests are off under AlwaysAllow: authenticate with the bench token.
+        conn.request("GET", "/readyz", headers={"Authorization": "Bearer bench-token"})
         status = conn.getresponse().status
         conn.close()
         return status == 200
@@ -134,7 +151,8 @@ def one(data_dir):
     port = free_port()
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [binary, f"--data-dir={data_dir}", f"--secure-port={port}", "--bind-address=127.0.0.1"],
+        [binary, f"--data-dir={data_dir}", f"--secure-port={port}", "--bind-address=127.0.0.1",
+         f"--token-auth-file={tokens}"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         while not ready(port):
@@ -165,16 +183,17 @@ read -r ready_fresh ready_restart idle_rss <<<"$readiness"
 cpu=$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)
 echo "kube-apiserver benchmark ($(date -u +%Y-%m-%d), $(nproc) CPUs: $cpu; hey -c $CONCURRENCY -z $DURATION, best of $ROUNDS rounds, GET $BENCH_PATH over TLS on loopback, bearer token)"
 echo
-echo "| protocol | server | req/s | p50 (ms) | p99 (ms) | non-200 |"
-echo "|---|---|---:|---:|---:|---:|"
+echo "| protocol | server | req/s | p50 (ms) | p99 (ms) | non-200 | server CPU per request (µs) |"
+echo "|---|---|---:|---:|---:|---:|---:|"
 for proto in h1 h2; do
     name=$([[ $proto == h1 ]] && echo "HTTP/1.1" || echo "HTTP/2")
-    read -r krps kp50 kp99 kbad <<<"${result[kube_$proto]}"
-    read -r brps bp50 bp99 bbad <<<"${result[bare_$proto]}"
-    printf '| %s | kube-apiserver (full chain) | %.0f | %s | %s | %s |\n' "$name" "$krps" "$kp50" "$kp99" "$kbad"
-    printf '| %s | bare hyper + rustls | %.0f | %s | %s | %s |\n' "$name" "$brps" "$bp50" "$bp99" "$bbad"
+    read -r krps kp50 kp99 kbad kcpu <<<"${result[kube_$proto]}"
+    read -r brps bp50 bp99 bbad bcpu <<<"${result[bare_$proto]}"
+    printf '| %s | kube-apiserver (full chain) | %.0f | %s | %s | %s | %s |\n' "$name" "$krps" "$kp50" "$kp99" "$kbad" "$kcpu"
+    printf '| %s | bare hyper + rustls | %.0f | %s | %s | %s | %s |\n' "$name" "$brps" "$bp50" "$bp99" "$bbad" "$bcpu"
     ratio=$(awk -v k="$krps" -v b="$brps" 'BEGIN {printf "%.0f", 100 * k / b}')
-    printf '| %s | **ratio** | **%s%%** | | | |\n' "$name" "$ratio"
+    cpu_ratio=$(awk -v k="$kcpu" -v b="$bcpu" 'BEGIN {if (b > 0) printf "%.2fx", k / b; else print "n/a"}')
+    printf '| %s | **ratio** | **%s%%** | | | | **%s** |\n' "$name" "$ratio" "$cpu_ratio"
 done
 echo
 echo "| start-to-ready, first start (generates PKI), median of $STARTS | start-to-ready, restart, median of $STARTS | idle RSS after ready | RSS after the load runs |"

@@ -31,7 +31,7 @@ pub mod openapi;
 pub mod schema;
 pub mod seams;
 pub mod serving;
-pub mod typed;
+pub use apiserver::registry::typed;
 
 pub use install::{ApiextensionsHandle, CRD_SYNCED_SIGNAL, InstallError, install};
 pub use openapi::{

@@ -3,7 +3,8 @@
 
 use apiserver::registry::names::{dns1035_label, dns1123_subdomain};
 use apiserver::registry::store::meta::path_segment_errors;
-use apiserver::registry::{FieldError, ResourceInfo, Strategy, TableColumn};
+use apiserver::registry::{FieldError, ResourceInfo, Strategy, TableColumn, typed};
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService;
 use serde_json::{Value, json};
 
 use crate::age::translate_timestamp_since;
@@ -325,6 +326,10 @@ impl Strategy for ApiServiceStrategy {
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         validate_api_service(obj)
+    }
+
+    fn drop_unknown_fields(&self, obj: &mut Value) -> Vec<String> {
+        typed::drop_unknown_fields::<APIService>(obj)
     }
 
     fn tracks_generation(&self) -> bool {

@@ -17,6 +17,7 @@ pub mod field;
 pub mod names;
 pub mod rest;
 pub mod store;
+pub mod typed;
 
 pub use field::{FieldError, FieldErrorType};
 

@@ -109,8 +109,8 @@ impl Client {
             // A resolver rather than `with_client_auth_cert`, which parses the certificate
             // with webpki to match it with the key and so refuses X.509 v1 certificates.
             Some((certs, key)) => {
-                let signer = rustls::crypto::ring::sign::any_supported_type(key)
-                    .expect("client key");
+                let signer =
+                    rustls::crypto::ring::sign::any_supported_type(key).expect("client key");
                 let certified = rustls::sign::CertifiedKey::new(certs.clone(), signer);
                 builder.with_client_cert_resolver(Arc::new(FixedClientCert(Arc::new(certified))))
             }

@@ -2,7 +2,7 @@
 //! upstream's decoder refuses them) and unknown fields are reported as upstream's strict
 //! decoder does (`unknown field "spec.bogusField"`).
 
-use apiserver::registry::FieldError;
+use crate::registry::FieldError;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 

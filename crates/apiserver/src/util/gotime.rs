@@ -131,6 +131,26 @@ pub fn parse_rfc3339(value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The instant of an RFC 3339 time Go's `time.Parse` accepts (`None` otherwise).
+pub fn parse_timestamp(value: &str) -> Option<jiff::Timestamp> {
+    parse_rfc3339(value).ok()?;
+    value.parse::<jiff::Timestamp>().ok()
+}
+
+/// A `type: date` table cell as upstream's `ConvertToHumanReadableDateType` writes it: the
+/// age of `value` in `HumanDuration` form (`5s`, `3m`), `<unknown>` for the zero time and
+/// `<invalid>` for a value that does not parse.
+pub fn human_age(value: &str, now: jiff::Timestamp) -> String {
+    let Some(then) = parse_timestamp(value) else {
+        return "<invalid>".into();
+    };
+    // Go's zero time, 0001-01-01T00:00:00Z.
+    if then.as_second() == -62_135_596_800 && then.subsec_nanosecond() == 0 {
+        return "<unknown>".into();
+    }
+    crate::util::duration::human_duration(now.duration_since(then).as_secs())
+}
+
 /// What `metav1.Time`'s JSON decoding says of `value`: `null` is the zero time, a string must
 /// be RFC 3339, anything else is not a string.
 pub fn check_time_value(value: &serde_json::Value) -> Result<(), String> {
@@ -190,5 +210,17 @@ mod tests {
             "json: cannot unmarshal number into Go value of type string"
         );
         assert!(check_time_value(&serde_json::Value::Null).is_ok());
+    }
+
+    #[test]
+    fn date_cells_are_human_ages() {
+        let now: jiff::Timestamp = "2024-05-01T12:00:00Z".parse().unwrap();
+        assert_eq!(human_age("2024-05-01T11:59:55Z", now), "5s");
+        assert_eq!(human_age("2024-05-01T11:57:00Z", now), "3m");
+        assert_eq!(human_age("2024-05-01T14:00:00+02:00", now), "0s");
+        assert_eq!(human_age("2024-04-28T12:00:00Z", now), "3d");
+        assert_eq!(human_age("0001-01-01T00:00:00Z", now), "<unknown>");
+        assert_eq!(human_age("yesterday", now), "<invalid>");
+        assert_eq!(human_age("2024-05-01T12:00:10Z", now), "<invalid>");
     }
 }

@@ -64,8 +64,14 @@ pub fn printer_columns(version: &Value) -> Vec<PrinterColumn> {
         .collect()
 }
 
-/// A cell as upstream's `cellForJSONValue` types it (`None` → null).
+/// A cell as upstream's `cellForJSONValue` types it (`None` → null); `date` cells are ages
+/// (`5s`, `3m`) as of now.
 fn cell(type_: &str, value: &Value) -> Value {
+    cell_at(type_, value, jiff::Timestamp::now())
+}
+
+/// [`cell`] with `date` ages measured at `now`.
+fn cell_at(type_: &str, value: &Value, now: jiff::Timestamp) -> Value {
     match (type_, value) {
         ("integer", Value::Number(n)) => n
             .as_i64()
@@ -73,36 +79,11 @@ fn cell(type_: &str, value: &Value) -> Value {
             .map_or(Value::Null, |i| json!(i)),
         ("number", Value::Number(n)) => n.as_f64().map_or(Value::Null, |f| json!(f)),
         ("boolean", Value::Bool(b)) => json!(b),
-        ("date", Value::String(s)) => {
-            if s.parse::<jiff_like::Rfc3339>().is_ok() {
-                json!(s)
-            } else {
-                json!("<invalid>")
-            }
-        }
+        ("date", Value::String(s)) => json!(apiserver::util::gotime::human_age(s, now)),
         ("string", Value::String(s)) => json!(s),
         // client-go's jsonpath printer renders other values as JSON.
         ("string", other) if !other.is_null() => json!(other.to_string()),
         _ => Value::Null,
-    }
-}
-
-/// A tiny RFC 3339 check (`metav1.Time`'s query-parameter format).
-mod jiff_like {
-    pub struct Rfc3339;
-    impl std::str::FromStr for Rfc3339 {
-        type Err = ();
-        fn from_str(s: &str) -> Result<Self, ()> {
-            let b = s.as_bytes();
-            let ok = b.len() >= 20
-                && b[4] == b'-'
-                && b[7] == b'-'
-                && (b[10] == b'T' || b[10] == b't')
-                && b[13] == b':'
-                && b[16] == b':'
-                && b[..4].iter().all(u8::is_ascii_digit);
-            if ok { Ok(Rfc3339) } else { Err(()) }
-        }
     }
 }
 
@@ -543,18 +524,22 @@ mod tests {
             s.table_columns()[1].description,
             "Custom resource definition column (in JSONPath format): .spec.replicas"
         );
-        let obj = json!({"metadata": {"name": "w", "creationTimestamp": "2024-01-01T00:00:00Z"},
+        // Half a minute into the 31st minute: the age reads `30m` for 29 more seconds.
+        let created = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(30 * 60 + 30);
+        let created = created.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+        let obj = json!({"metadata": {"name": "w", "creationTimestamp": created},
             "spec": {"replicas": 2},
             "status": {"conditions": [{"type": "Ready", "status": "True"}]}});
         assert_eq!(
             s.table_row(&obj),
-            vec![
-                json!("w"),
-                json!(2),
-                json!("True"),
-                json!("2024-01-01T00:00:00Z")
-            ]
+            vec![json!("w"), json!(2), json!("True"), json!("30m")]
         );
+        let now: jiff::Timestamp = "2024-01-01T00:00:05Z".parse().unwrap();
+        assert_eq!(
+            cell_at("date", &json!("2024-01-01T00:00:00Z"), now),
+            json!("5s")
+        );
+        assert_eq!(cell_at("date", &json!("junk"), now), json!("<invalid>"));
         assert_eq!(
             s.table_row(&json!({"metadata": {"name": "w"}})),
             vec![json!("w"), Value::Null, Value::Null, Value::Null]

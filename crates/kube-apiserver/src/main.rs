@@ -31,6 +31,17 @@ fn main() {
             std::process::exit(1);
         }
     };
+    match opts.version {
+        Some(options::VersionFlag::Print) => {
+            println!("Kubernetes {}", server::KUBERNETES_VERSION);
+            std::process::exit(0);
+        }
+        Some(options::VersionFlag::Raw) => {
+            println!("{}", server::raw_version(&server::version_info()));
+            std::process::exit(0);
+        }
+        Some(options::VersionFlag::Off) | None => {}
+    }
     let errors = opts.validate();
     if !errors.is_empty() {
         eprintln!("Error: {}", errors.join("; "));

@@ -36,6 +36,27 @@ fn parse_go_duration(s: &str) -> Result<GoDuration, String> {
         .map_err(|e| e.to_string())
 }
 
+/// What `--version` asks for (upstream `verflag`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VersionFlag {
+    /// `--version` / `--version=true`: `Kubernetes v1.35.0`, then exit.
+    Print,
+    /// `--version=raw`: the whole `version.Info` in Go's `%#v`, then exit.
+    Raw,
+    /// `--version=false`: run as usual.
+    Off,
+}
+
+/// `raw` or a boolean as Go's `strconv.ParseBool` reads it.
+fn parse_version_flag(s: &str) -> Result<VersionFlag, String> {
+    match s {
+        "raw" => Ok(VersionFlag::Raw),
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(VersionFlag::Print),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(VersionFlag::Off),
+        _ => Err(format!("strconv.ParseBool: parsing {s:?}: invalid syntax")),
+    }
+}
+
 /// All flags of the binary.
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -300,6 +321,19 @@ pub struct Options {
     /// requests to a user api-server and calling out to webhook admission plugins.
     #[arg(long, help_heading = "Misc flags")]
     pub proxy_client_key_file: Option<PathBuf>,
+
+    // ----- Global flags -----
+    /// --version, --version=raw prints version information and quits.
+    #[arg(
+        long = "version",
+        value_name = "version",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = parse_version_flag,
+        help_heading = "Global flags"
+    )]
+    pub version: Option<VersionFlag>,
 
     // ----- Logs flags -----
     /// Number for the log level verbosity.

@@ -40,6 +40,39 @@ use crate::registry::service::ServiceRange;
 /// The Kubernetes version this server speaks.
 pub const KUBERNETES_VERSION: &str = "v1.35.0";
 
+/// This build's `version.Info` (what `/version` and `--version=raw` show).
+pub fn version_info() -> VersionInfo {
+    VersionInfo::for_build(
+        KUBERNETES_VERSION,
+        option_env!("APISERVER_GIT_COMMIT").unwrap_or("unknown"),
+        option_env!("APISERVER_BUILD_DATE").unwrap_or("1970-01-01T00:00:00Z"),
+    )
+}
+
+/// `version.Info` in Go's `%#v` notation, as `--version=raw` prints it.
+pub fn raw_version(info: &VersionInfo) -> String {
+    let fields = [
+        ("Major", &info.major),
+        ("Minor", &info.minor),
+        ("EmulationMajor", &info.emulation_major),
+        ("EmulationMinor", &info.emulation_minor),
+        ("MinCompatibilityMajor", &info.min_compatibility_major),
+        ("MinCompatibilityMinor", &info.min_compatibility_minor),
+        ("GitVersion", &info.git_version),
+        ("GitCommit", &info.git_commit),
+        ("GitTreeState", &info.git_tree_state),
+        ("BuildDate", &info.build_date),
+        ("GoVersion", &info.go_version),
+        ("Compiler", &info.compiler),
+        ("Platform", &info.platform),
+    ];
+    let body: Vec<String> = fields
+        .iter()
+        .map(|(name, value)| format!("{name}:{value:?}"))
+        .collect();
+    format!("version.Info{{{}}}", body.join(", "))
+}
+
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -139,11 +172,7 @@ fn apply_shared_settings(config: &mut Config, opts: &Options) {
         &["watch", "proxy"],
         &["attach", "exec", "proxy", "log", "portforward"],
     );
-    config.version = VersionInfo::for_build(
-        KUBERNETES_VERSION,
-        option_env!("APISERVER_GIT_COMMIT").unwrap_or("unknown"),
-        option_env!("APISERVER_BUILD_DATE").unwrap_or("1970-01-01T00:00:00Z"),
-    );
+    config.version = version_info();
     config.request_timeout = opts.request_timeout.get();
     config.min_request_timeout =
         std::time::Duration::from_secs(u64::try_from(opts.min_request_timeout).unwrap_or(0));

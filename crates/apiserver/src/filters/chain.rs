@@ -56,9 +56,6 @@ pub fn build_default_handler_chain(handler: HttpService, c: &CompletedConfig) ->
         .auditor
         .clone()
         .map(|a| a as Arc<dyn FailedAuthenticationAuditor>);
-    if c.authenticator.is_none() {
-        tracing::warn!("no authenticator configured: requests are served unauthenticated");
-    }
     compose(
         handler,
         vec![

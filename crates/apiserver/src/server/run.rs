@@ -151,6 +151,10 @@ impl PreparedGenericApiServer {
             None => None,
         };
         if let Some(handle) = &serving {
+            // Said by the server that serves, not by the delegates whose chains only exist.
+            if config.authenticator.is_none() {
+                tracing::warn!("no authenticator configured: requests are served unauthenticated");
+            }
             tracing::info!("Serving securely on {}", handle.local_addr());
         }
         let insecure = match insecure_bind {

@@ -3,4 +3,6 @@
 pub mod duration;
 pub mod files;
 pub mod gojson;
+pub mod gotime;
+pub mod mime;
 pub mod value;

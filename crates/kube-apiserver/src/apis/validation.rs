@@ -208,6 +208,9 @@ pub fn validate_object_meta(obj: &Value, rule: NameRule) -> Vec<FieldError> {
             ));
         }
     }
+    errs.extend(apiserver::registry::store::meta::validate_owner_references(
+        obj,
+    ));
     if let Some(Value::Array(finalizers)) = get(obj, "metadata.finalizers") {
         for (i, finalizer) in finalizers.iter().enumerate() {
             let text = finalizer.as_str().unwrap_or_default();

@@ -432,11 +432,11 @@ fn group_versions(resources: &[ResourceSpec]) -> BTreeSet<(String, String)> {
 
 /// The resources whose definition the type model has. The others are left out (logged).
 fn known<'r>(
-    resources: &'r [ResourceSpec],
+    resources: impl IntoIterator<Item = &'r ResourceSpec>,
     definitions: &Map<String, Value>,
 ) -> Vec<&'r ResourceSpec> {
     resources
-        .iter()
+        .into_iter()
         .filter(|r| {
             let known = definitions.contains_key(&r.definition_name);
             if !known {
@@ -509,10 +509,12 @@ fn v3_document(
     let mut gv_paths = Map::new();
     let (path, item) = paths::api_resources_path(Flavour::V3, group, gv_version);
     gv_paths.insert(path, item);
-    for r in known(resources, v3_definitions)
+    // Only this group-version's resources: the definitions are built for it alone, so the
+    // others would all look schema-less.
+    let own = resources
         .iter()
-        .filter(|r| r.group == group && r.version == gv_version)
-    {
+        .filter(|r| r.group == group && r.version == gv_version);
+    for r in known(own, v3_definitions) {
         gv_paths.extend(paths::resource_paths(Flavour::V3, r));
     }
     let paths_value = Value::Object(gv_paths);

@@ -54,6 +54,7 @@ pub async fn create(
         }
         None => check_type(scope.info(), &mut obj)?,
     }
+    check_times(scope.info(), &obj)?;
     check_namespace(scope, &parts, &mut obj)?;
     scope.with_strategy(|strategy| {
         drop_unknown_fields(
@@ -114,6 +115,36 @@ pub fn check_type(info: &ResourceInfo, obj: &mut Value) -> Result<(), ApiError> 
             )));
         }
         Some(_) => {}
+    }
+    Ok(())
+}
+
+/// The `metav1.Time` fields every object has (`metadata.creationTimestamp`,
+/// `metadata.deletionTimestamp`, `metadata.managedFields[].time`) must decode as upstream's
+/// typed decoding reads them: 400 `<Kind> in version "<v>" cannot be handled as a <Kind>:
+/// parsing time "x" as "2006-01-02T15:04:05Z07:00": cannot parse "x" as "2006"`.
+pub fn check_times(info: &ResourceInfo, obj: &Value) -> Result<(), ApiError> {
+    let Some(meta) = obj.get("metadata").and_then(Value::as_object) else {
+        return Ok(());
+    };
+    let managed = meta
+        .get("managedFields")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| entry.get("time"));
+    let times = ["creationTimestamp", "deletionTimestamp"]
+        .iter()
+        .filter_map(|field| meta.get(*field))
+        .chain(managed);
+    for time in times {
+        if let Err(err) = crate::util::gotime::check_time_value(time) {
+            return Err(ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: {err}",
+                kind = info.kind,
+                version = info.version
+            )));
+        }
     }
     Ok(())
 }

@@ -61,8 +61,14 @@ pub fn unsupported_media_type(accepted: &str) -> ApiError {
     )
 }
 
-/// The format a `Content-Type` selects, or 415.
+/// The format a `Content-Type` selects, or 415 (also for one that does not parse as a media
+/// type, as upstream's `mime.ParseMediaType` check answers).
 pub fn body_format(content_type: Option<&str>) -> Result<BodyFormat, ApiError> {
+    if let Some(header) = content_type.filter(|h| !h.is_empty())
+        && crate::util::mime::parse_media_type(header).is_err()
+    {
+        return Err(unsupported_media_type(ACCEPTED_BODY_TYPES));
+    }
     match media_type(content_type).as_str() {
         "" | "application/json" => Ok(BodyFormat::Json),
         "application/yaml" => Ok(BodyFormat::Yaml),

@@ -12,6 +12,7 @@ use super::seams::{self, ApplyRequest, ManagedFieldsOperation, update_managed_fi
 use super::{RequestParts, ResourceScope};
 use crate::body::{Body, Response};
 use crate::endpoints::patch::{NoMeta, PatchError, SchemaPatchMeta, apply_strategic_merge_patch};
+use crate::registry::ResourceInfo;
 use crate::registry::rest::{RestStorage, UpdateFunc};
 use crate::status::{ApiError, StatusCause, StatusDetails, reason};
 
@@ -76,6 +77,21 @@ fn json_patch_failed(err: &json_patch::PatchError) -> ApiError {
         }],
         ..Default::default()
     })
+}
+
+/// An applied configuration must name exactly the endpoint's group, version and kind:
+/// upstream's apply (`versionCheckManager`) answers 400 `invalid object type: <gvk>` otherwise,
+/// also when `apiVersion` or `kind` is missing.
+fn check_apply_type(info: &ResourceInfo, applied: &Value) -> Result<(), ApiError> {
+    let field = |key: &str| applied.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (group, version) = crate::registry::store::meta::parse_group_version(field("apiVersion"));
+    let kind = field("kind");
+    if group == info.group && version == info.version && kind == info.kind {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(format!(
+        "invalid object type: {group}/{version}, Kind={kind}"
+    )))
 }
 
 /// The decoded patch document.
@@ -203,6 +219,7 @@ pub async fn patch(
     let update: UpdateFunc = Box::new(move |current| {
         let mut patched = match (&patch, current) {
             (PatchBody::Object(applied), _) if is_apply => {
+                check_apply_type(&info, applied)?;
                 let mut applied = applied.clone();
                 check_type(&info, &mut applied)?;
                 let run = |strategy: &dyn crate::registry::Strategy| {

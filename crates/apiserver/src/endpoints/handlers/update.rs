@@ -2,7 +2,7 @@
 
 use http::{StatusCode, header};
 
-use super::create::{check_namespace, check_type, drop_unknown_fields, object_name};
+use super::create::{check_namespace, check_times, check_type, drop_unknown_fields, object_name};
 use super::decode::read_object;
 use super::encode::{error_response, negotiate, write_object};
 use super::options::{Query, manager_or_user_agent, update_options, validate_update_options};
@@ -34,6 +34,7 @@ pub async fn update(
     let mut obj = decoded.value;
     validate_update_options(&opts)?;
     check_type(scope.info(), &mut obj)?;
+    check_times(scope.info(), &obj)?;
     let name = parts.info.name.clone();
     let object_name = object_name(&obj).to_string();
     if object_name != name {

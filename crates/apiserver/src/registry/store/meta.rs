@@ -207,6 +207,89 @@ pub fn validate_object_meta(obj: &Value, namespaced: bool) -> Vec<FieldError> {
             }
         }
     }
+    errs.extend(validate_owner_references(obj));
+    errs
+}
+
+/// The group and version of an `apiVersion` as `schema.ParseGroupVersion` reads it: `v1` is
+/// the legacy group; more than one `/` parses as nothing.
+pub fn parse_group_version(api_version: &str) -> (&str, &str) {
+    match api_version.split_once('/') {
+        None => ("", api_version),
+        Some((_, version)) if version.contains('/') => ("", ""),
+        Some((group, version)) => (group, version),
+    }
+}
+
+/// Upstream `ValidateOwnerReferences` of `metadata.ownerReferences`: apiVersion (its version),
+/// kind, name and uid must be set, core/v1 Events may not own anything, and at most one
+/// reference may be the controller.
+pub fn validate_owner_references(obj: &Value) -> Vec<FieldError> {
+    const FIELD: &str = "metadata.ownerReferences";
+    let mut errs = Vec::new();
+    let Some(refs) = meta(obj)
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+    else {
+        return errs;
+    };
+    let text = |r: &Value, key: &str| r.get(key).and_then(Value::as_str).unwrap_or("").to_string();
+    let mut first_controller: Option<String> = None;
+    for r in refs {
+        let api_version = text(r, "apiVersion");
+        let kind = text(r, "kind");
+        let name = text(r, "name");
+        let uid = text(r, "uid");
+        let (group, version) = parse_group_version(&api_version);
+        if version.is_empty() {
+            errs.push(FieldError::invalid(
+                &format!("{FIELD}.apiVersion"),
+                api_version.as_str(),
+                "version must not be empty",
+            ));
+        }
+        if kind.is_empty() {
+            errs.push(FieldError::invalid(
+                &format!("{FIELD}.kind"),
+                kind.as_str(),
+                "must not be empty",
+            ));
+        }
+        if name.is_empty() {
+            errs.push(FieldError::invalid(
+                &format!("{FIELD}.name"),
+                name.as_str(),
+                "must not be empty",
+            ));
+        }
+        if uid.is_empty() {
+            errs.push(FieldError::invalid(
+                &format!("{FIELD}.uid"),
+                uid.as_str(),
+                "must not be empty",
+            ));
+        }
+        if group.is_empty() && version == "v1" && kind == "Event" {
+            errs.push(FieldError::invalid(
+                FIELD,
+                r.clone(),
+                &format!("{group}/{version}, Kind={kind} is disallowed from being an owner"),
+            ));
+        }
+        if r.get("controller").and_then(Value::as_bool) == Some(true) {
+            let current = format!("{kind}/{name}");
+            match &first_controller {
+                Some(first) => errs.push(FieldError::invalid(
+                    FIELD,
+                    Value::Array(refs.clone()),
+                    &format!(
+                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {current}"
+                    ),
+                )),
+                None => first_controller = Some(current),
+            }
+        }
+    }
     errs
 }
 
@@ -325,6 +408,41 @@ mod tests {
             errs[0].to_string(),
             "metadata.uid: Invalid value: \"2\": field is immutable"
         );
+    }
+
+    #[test]
+    fn owner_references_are_validated_as_upstream() {
+        let obj = json!({"metadata":{"ownerReferences":[
+            {"apiVersion":"","kind":"","name":"","uid":""},
+            {"apiVersion":"a/b/c","kind":"K","name":"n","uid":"u"},
+            {"apiVersion":"v1","kind":"Event","name":"e","uid":"1"},
+            {"apiVersion":"apps/v1","kind":"ReplicaSet","name":"a","uid":"2","controller":true},
+            {"apiVersion":"apps/v1","kind":"Deployment","name":"b","uid":"3","controller":true},
+        ]}});
+        let rendered: Vec<String> = validate_owner_references(&obj)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            rendered[..5],
+            [
+                "metadata.ownerReferences.apiVersion: Invalid value: \"\": version must not be empty",
+                "metadata.ownerReferences.kind: Invalid value: \"\": must not be empty",
+                "metadata.ownerReferences.name: Invalid value: \"\": must not be empty",
+                "metadata.ownerReferences.uid: Invalid value: \"\": must not be empty",
+                "metadata.ownerReferences.apiVersion: Invalid value: \"a/b/c\": version must not be empty",
+            ]
+        );
+        assert!(rendered[5].ends_with("/v1, Kind=Event is disallowed from being an owner"));
+        assert!(rendered[6].ends_with(
+            "Only one reference can have Controller set to true. Found \"true\" in references for ReplicaSet/a and Deployment/b"
+        ));
+        assert_eq!(rendered.len(), 7);
+        let fine = json!({"metadata":{"ownerReferences":[
+            {"apiVersion":"apps/v1","kind":"ReplicaSet","name":"a","uid":"2","controller":true},
+            {"apiVersion":"v1","kind":"Pod","name":"p","uid":"3","controller":false},
+        ]}});
+        assert!(validate_owner_references(&fine).is_empty());
     }
 
     #[test]

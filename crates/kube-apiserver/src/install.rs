@@ -20,11 +20,11 @@ use serde_json::Value;
 
 use crate::apis::{Backing, ResourceDef, builtin_groups};
 use crate::openapi::{LazyDocs, ResourceSpec};
+use crate::registry::binding::BindingStorage;
 use crate::registry::binding::BindingsStorage;
 use crate::registry::componentstatus::ComponentStatusStorage;
 use crate::registry::converted::ConvertedStorage;
 use crate::registry::csr::{CsrStorage, CsrSubresource, CsrSubresourceKind};
-use crate::registry::binding::BindingStorage;
 use crate::registry::eviction::EvictionStorage;
 use crate::registry::namespace::{
     FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,

@@ -150,7 +150,10 @@ async fn list_then_watch_on_a_quiet_resource(etcd: bool) {
         "stringData": {"k": "v"},
     }))
     .unwrap();
-    secrets.create(&PostParams::default(), &secret).await.unwrap();
+    secrets
+        .create(&PostParams::default(), &secret)
+        .await
+        .unwrap();
     let first = tokio::time::timeout(DEADLINE, events.try_next())
         .await
         .expect("no event")
@@ -195,9 +198,12 @@ async fn reflectors_with_selectors_and_watch_list(etcd: bool) {
     let client = kube_client(&server).await;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let pp = PostParams::default();
-    api.create(&pp, &configmap("a", json!({"app": "demo"}), json!({"n": "1"})))
-        .await
-        .unwrap();
+    api.create(
+        &pp,
+        &configmap("a", json!({"app": "demo"}), json!({"n": "1"})),
+    )
+    .await
+    .unwrap();
     api.create(&pp, &configmap("b", json!({"app": "other"}), json!({})))
         .await
         .unwrap();
@@ -209,9 +215,7 @@ async fn reflectors_with_selectors_and_watch_list(etcd: bool) {
     );
     let (streamed, t3) = reflect(
         api.clone(),
-        watcher::Config::default()
-            .labels("app")
-            .streaming_lists(),
+        watcher::Config::default().labels("app").streaming_lists(),
     );
     store_holds("label selector: initial list", &by_label, &["a"]).await;
     store_holds("field selector: initial list", &by_name, &["b"]).await;
@@ -228,7 +232,12 @@ async fn reflectors_with_selectors_and_watch_list(etcd: bool) {
     )
     .await
     .unwrap();
-    store_holds("label selector: watched changes", &by_label, &["a", "b", "c"]).await;
+    store_holds(
+        "label selector: watched changes",
+        &by_label,
+        &["a", "b", "c"],
+    )
+    .await;
     store_holds("watch-list: watched changes", &streamed, &["a", "b", "c"]).await;
     api.delete("b", &Default::default()).await.unwrap();
     store_holds("field selector: watched deletion", &by_name, &[]).await;
@@ -285,7 +294,8 @@ async fn create_widget_crd(client: &kube::Client) {
     .unwrap();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &crd).await.unwrap();
-    let widgets: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &widgets_resource());
+    let widgets: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), "default", &widgets_resource());
     eventually("the widgets CRD is served", || {
         let widgets = widgets.clone();
         async move { widgets.list(&ListParams::default()).await.ok().map(|_| ()) }
@@ -453,7 +463,12 @@ async fn controller_reconciles_across_a_restart(etcd: bool) {
     .unwrap();
     reconciled(&client, "one", 3).await;
     reconciled(&client, "two", 5).await;
-    store_holds("reflector after the restart", &configmaps, &["after", "before"]).await;
+    store_holds(
+        "reflector after the restart",
+        &configmaps,
+        &["after", "before"],
+    )
+    .await;
     // And later changes still arrive through the re-established watches.
     resize_widget(&client, "two", 6).await;
     reconciled(&client, "two", 6).await;

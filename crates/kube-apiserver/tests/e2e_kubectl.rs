@@ -963,7 +963,7 @@ async fn kubectl_1_20_wait_for_condition_and_rollout_status_follow_a_deployment_
     let k = Kubectl::new(OLD).await;
     let new = Kubectl::new(NEW).await;
     let ns = namespace(&k, "e2e-wait-rollout").await;
-    let manifest = k.file("web.yaml", &deployment_yaml("web", &ns, "nginx:1.27"));
+    let manifest = k.file("rolled.yaml", &deployment_yaml("rolled", &ns, "nginx:1.27"));
     k.ok(&["apply", "-f", &manifest]).await;
 
     // `get --field-selector metadata.name=…` is a list (both kubectl versions).
@@ -975,32 +975,32 @@ async fn kubectl_1_20_wait_for_condition_and_rollout_status_follow_a_deployment_
                 "-n",
                 &ns,
                 "--field-selector",
-                "metadata.name=web",
+                "metadata.name=rolled",
                 "-o",
                 "name",
             ])
             .await;
-        assert_eq!(names.trim(), "deployment.apps/web", "{}", kubectl.name);
+        assert_eq!(names.trim(), "deployment.apps/rolled", "{}", kubectl.name);
         let all = kubectl
             .ok(&[
                 "get",
                 "deployments",
                 "-A",
                 "--field-selector",
-                "metadata.name=web",
+                "metadata.name=rolled",
                 "-o",
                 "name",
             ])
             .await;
-        assert_eq!(all.trim(), "deployment.apps/web", "{}", kubectl.name);
+        assert_eq!(all.trim(), "deployment.apps/rolled", "{}", kubectl.name);
     }
 
-    // Both waiters list and watch the one deployment through `fieldSelector=metadata.name=web`;
+    // Both waiters list and watch the one deployment through `fieldSelector=metadata.name=rolled`;
     // there is no controller manager, so the test writes the status they wait for.
     let mut wait = k.spawn(&[
         "wait",
         "--for=condition=Available",
-        "deployment/web",
+        "deployment/rolled",
         "-n",
         &ns,
         "--timeout=60s",
@@ -1009,7 +1009,7 @@ async fn kubectl_1_20_wait_for_condition_and_rollout_status_follow_a_deployment_
     let mut rollout = k.spawn(&[
         "rollout",
         "status",
-        "deployment/web",
+        "deployment/rolled",
         "-n",
         &ns,
         "--timeout=60s",
@@ -1018,7 +1018,9 @@ async fn kubectl_1_20_wait_for_condition_and_rollout_status_follow_a_deployment_
     for waiter in [&wait, &rollout] {
         waiter
             .wait_line(&waiter.stderr, "the waiter's watch request", |l| {
-                l.contains("watch=true") && l.contains("metadata.name%3Dweb") && l.contains(" 200 ")
+                l.contains("watch=true")
+                    && l.contains("metadata.name%3Drolled")
+                    && l.contains(" 200 ")
             })
             .await;
     }
@@ -1026,7 +1028,7 @@ async fn kubectl_1_20_wait_for_condition_and_rollout_status_follow_a_deployment_
     new.ok(&[
         "patch",
         "deployment",
-        "web",
+        "rolled",
         "-n",
         &ns,
         "--subresource=status",

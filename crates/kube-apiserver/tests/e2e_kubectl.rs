@@ -956,3 +956,89 @@ async fn kubectl_1_20_creates_applies_gets_json_and_deletes_a_configmap() {
     assert_eq!(gone.code, Some(1), "{gone:?}");
     assert!(gone.stderr.contains("NotFound"), "{gone:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_20_wait_for_condition_and_rollout_status_follow_a_deployment_by_its_name_field_selector()
+ {
+    let k = Kubectl::new(OLD).await;
+    let new = Kubectl::new(NEW).await;
+    let ns = namespace(&k, "e2e-wait-rollout").await;
+    let manifest = k.file("rolled.yaml", &deployment_yaml("rolled", &ns, "nginx:1.27"));
+    k.ok(&["apply", "-f", &manifest]).await;
+
+    // `get --field-selector metadata.name=…` is a list (both kubectl versions).
+    for kubectl in [&k, &new] {
+        let names = kubectl
+            .ok(&[
+                "get",
+                "deployments",
+                "-n",
+                &ns,
+                "--field-selector",
+                "metadata.name=rolled",
+                "-o",
+                "name",
+            ])
+            .await;
+        assert_eq!(names.trim(), "deployment.apps/rolled", "{}", kubectl.name);
+        let all = kubectl
+            .ok(&[
+                "get",
+                "deployments",
+                "-A",
+                "--field-selector",
+                "metadata.name=rolled",
+                "-o",
+                "name",
+            ])
+            .await;
+        assert_eq!(all.trim(), "deployment.apps/rolled", "{}", kubectl.name);
+    }
+
+    // Both waiters list and watch the one deployment through `fieldSelector=metadata.name=rolled`;
+    // there is no controller manager, so the test writes the status they wait for.
+    let mut wait = k.spawn(&[
+        "wait",
+        "--for=condition=Available",
+        "deployment/rolled",
+        "-n",
+        &ns,
+        "--timeout=60s",
+        "-v=6",
+    ]);
+    let mut rollout = k.spawn(&[
+        "rollout",
+        "status",
+        "deployment/rolled",
+        "-n",
+        &ns,
+        "--timeout=60s",
+        "-v=6",
+    ]);
+    for waiter in [&wait, &rollout] {
+        waiter
+            .wait_line(&waiter.stderr, "the waiter's watch request", |l| {
+                l.contains("watch=true")
+                    && l.contains("metadata.name%3Drolled")
+                    && l.contains(" 200 ")
+            })
+            .await;
+    }
+    let status = r#"{"status":{"observedGeneration":1,"replicas":1,"updatedReplicas":1,"readyReplicas":1,"availableReplicas":1,"conditions":[{"type":"Available","status":"True","reason":"MinimumReplicasAvailable","message":"ok"},{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable","message":"ok"}]}}"#;
+    new.ok(&[
+        "patch",
+        "deployment",
+        "rolled",
+        "-n",
+        &ns,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        status,
+    ])
+    .await;
+    assert_eq!(wait.wait_exit().await, Some(0));
+    assert_eq!(rollout.wait_exit().await, Some(0));
+    let out = rollout.stdout.lock().unwrap().join("\n");
+    assert!(out.contains("successfully rolled out"), "{out}");
+}

@@ -116,6 +116,13 @@ impl GroupVersionHandler {
             }
             info.namespace.clear();
         }
+        // The path decides between item and collection routes, as go-restful's routes do. A
+        // list or watch with `fieldSelector=metadata.name=<name>` carries that name in its
+        // request info (upstream sets it for authorization) but is a collection request: the
+        // handlers see only the path's name and apply the selector like any other.
+        if info.parts.len() < 2 {
+            info.name.clear();
+        }
         // A namespaced resource without a namespace only lists and watches (all namespaces).
         let all_namespaces = scope.info().namespaced && info.namespace.is_empty();
         let verb = info.verb.clone();

@@ -198,8 +198,11 @@ impl ServerBuilder {
         if let Some(dir) = &self.cert_dir {
             cmd.arg(format!("--cert-dir={}", dir.display()));
         }
-        cmd.arg("--secure-port=0")
-            .arg("--bind-address=127.0.0.1")
+        // `--secure-port=0` unless the test fixes a port (e.g. to restart on the same one).
+        if !self.args.iter().any(|a| a.starts_with("--secure-port")) {
+            cmd.arg("--secure-port=0");
+        }
+        cmd.arg("--bind-address=127.0.0.1")
             .args(&self.args)
             .env_remove("NOTIFY_SOCKET")
             .env("NO_COLOR", "1")

@@ -208,9 +208,16 @@ impl RestStorage for Fake {
     fn list<'a>(
         &'a self,
         ctx: &'a RequestContext,
-        _opts: &'a ListOptions,
+        opts: &'a ListOptions,
     ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        let list = self.list_value(ctx);
+        let mut list = self.list_value(ctx);
+        // Honours a `metadata.name=<name>` selector (the only one these tests send).
+        if let Some(name) = opts.field_selector.strip_prefix("metadata.name=")
+            && let name = name.trim_start_matches('=')
+            && let Some(items) = list["items"].as_array_mut()
+        {
+            items.retain(|item| item["metadata"]["name"] == name);
+        }
         Box::pin(async move { Ok(list) })
     }
 
@@ -1268,6 +1275,56 @@ async fn legacy_watch_path_for_one_object() {
     let mut body = resp.into_body();
     let first = next_line(&mut body).await.unwrap();
     assert_eq!(first["type"], "ADDED");
+}
+
+#[tokio::test]
+async fn metadata_name_field_selector_is_a_collection_request() {
+    let h = harness();
+    create_cm(&h, "one").await;
+    create_cm(&h, "two").await;
+    for uri in [
+        "/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Done",
+        "/api/v1/configmaps?fieldSelector=metadata.name%3Done",
+        "/api/v1/configmaps?fieldSelector=metadata.name==one",
+    ] {
+        let resp = call(Method::GET, uri).send(&h).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{uri}");
+        let body = body_json(resp).await;
+        assert_eq!(body["kind"], "ConfigMapList", "{uri}");
+        let names: Vec<&Value> = body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| &i["metadata"]["name"])
+            .collect();
+        assert_eq!(names, [&json!("one")], "{uri}");
+    }
+    // Cluster-scoped, and a name nothing has: an empty list, not a 404.
+    let resp = call(
+        Method::GET,
+        "/apis/example.com/v1/widgets?fieldSelector=metadata.name%3Dnone",
+    )
+    .send(&h)
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(body_json(resp).await["kind"], "WidgetList");
+    // A watch scoped to one object by the selector is a collection watch.
+    let resp = call(
+        Method::GET,
+        "/api/v1/configmaps?watch=true&fieldSelector=metadata.name%3Dtwo&timeoutSeconds=1",
+    )
+    .send(&h)
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    // deletecollection never takes a name from the selector.
+    let resp = call(
+        Method::POST,
+        "/api/v1/namespaces/default/configmaps?fieldSelector=metadata.name%3Done",
+    )
+    .json(cm("three"))
+    .send(&h)
+    .await;
+    assert_eq!(resp.status(), StatusCode::CREATED);
 }
 
 #[tokio::test]

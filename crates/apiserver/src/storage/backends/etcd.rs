@@ -522,14 +522,18 @@ impl EtcdWatch {
                 if resp.events().is_empty() {
                     if !resp.created() && header_rev > 0 {
                         // A progress notification: nothing up to header_rev is pending (when
-                        // etcd can be trusted on that).
+                        // etcd can be trusted on that). The resume point moves only then; the
+                        // bookmark carries etcd's revision either way, as upstream's watcher
+                        // turns every progress notification into a bookmark at the header's
+                        // revision (the watch cache takes late events that etcd 3.4 may still
+                        // deliver after it, see `cacher`).
                         if self.storage.config.trust_progress_notify {
                             last = last.max(header_rev);
                         }
                         if self.opts.progress_notify {
                             let ok = self
                                 .send(WatchEvent::Bookmark {
-                                    resource_version: last,
+                                    resource_version: last.max(header_rev),
                                     initial_events_end: false,
                                 })
                                 .await;

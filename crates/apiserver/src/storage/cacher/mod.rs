@@ -60,6 +60,10 @@ impl CacherConfig {
 /// Most storage events applied and fanned out together.
 const MAX_BATCH: usize = 1024;
 
+/// How often a read waiting for freshness asks the storage for progress (upstream's
+/// `progressRequestPeriod`).
+const PROGRESS_REQUEST_PERIOD: Duration = Duration::from_millis(100);
+
 struct Inner {
     storage: Arc<dyn Storage>,
     config: CacherConfig,
@@ -152,7 +156,9 @@ impl Cacher {
             || recursive_prefix(key) == self.inner.config.resource_prefix
     }
 
-    /// Waits until the cache is ready and at least at `rev`; false on timeout.
+    /// Waits until the cache is ready and at least at `rev`; false on timeout. While it waits
+    /// it asks the storage for a progress notification every 100 ms (upstream's conditional
+    /// progress requester), which brings a quiet resource's cache up to the storage's revision.
     async fn wait_for(&self, rev: u64, timeout: Duration) -> bool {
         let mut rx = self.inner.rev_tx.subscribe();
         let deadline = tokio::time::Instant::now() + timeout;
@@ -166,8 +172,11 @@ impl Cacher {
             if rev > 0 {
                 self.inner.progress.notify_one();
             }
-            match tokio::time::timeout_at(deadline, rx.changed()).await {
+            let next_request =
+                (tokio::time::Instant::now() + PROGRESS_REQUEST_PERIOD).min(deadline);
+            match tokio::time::timeout_at(next_request, rx.changed()).await {
                 Ok(Ok(())) => {}
+                Err(_) if next_request < deadline => {}
                 _ => {
                     let st = read(&self.inner.state);
                     return st.ready && st.rev >= rev;
@@ -241,7 +250,7 @@ async fn reflector(inner: std::sync::Weak<Inner>, stop: CancellationToken) {
         }
         loop {
             let from = match inner.upgrade() {
-                Some(me) => read(&me.state).rev,
+                Some(me) => read(&me.state).delivered,
                 None => return,
             };
             let opts = ListOptions {
@@ -454,8 +463,12 @@ impl Storage for Cacher {
             if !self.wait_for(0, self.inner.config.freshness_timeout).await {
                 return Err(not_ready());
             }
-            if rv > 0 {
-                // Events after N, or (sendInitialEvents) a state not older than N.
+            if rv > 0 && initial {
+                // sendInitialEvents: a state not older than N, so the cache must have reached
+                // it. A plain watch from N (upstream's cacher does the same) starts at once,
+                // even from a revision the cache has not seen yet (a LIST from etcd answers
+                // with etcd's revision, which writes elsewhere move): its watcher skips events
+                // up to N.
                 self.wait_not_older_than(rv).await?;
             }
             let watched = if opts.recursive {
@@ -475,8 +488,9 @@ impl Storage for Cacher {
                         initial_events_end: true,
                     });
                 }
-            } else if let Err(oldest) =
-                st.events_since(rv, &watched, opts.recursive, &opts.predicate, &mut first)
+            } else if rv <= st.rev
+                && let Err(oldest) =
+                    st.events_since(rv, &watched, opts.recursive, &opts.predicate, &mut first)
             {
                 return Ok(WatchStream::error(ApiError::expired(format!(
                     "too old resource version: {rv} ({oldest})"
@@ -489,6 +503,7 @@ impl Storage for Cacher {
                     recursive: opts.recursive,
                     predicate: opts.predicate,
                     bookmarks: opts.allow_watch_bookmarks,
+                    from: if initial { 0 } else { rv },
                     tx,
                 },
             );

@@ -125,6 +125,10 @@ pub struct Watcher {
     pub predicate: SelectionPredicate,
     /// It asked for bookmarks.
     pub bookmarks: bool,
+    /// It started from this revision: events and bookmarks at or before it are not sent
+    /// (upstream's cache watcher skips them the same way, so a watch from a revision the cache
+    /// has not reached yet starts at once).
+    pub from: u64,
     /// Its buffer (of batches).
     pub tx: mpsc::Sender<EventBatch>,
 }
@@ -133,8 +137,13 @@ pub struct Watcher {
 pub struct State {
     /// A complete list has been loaded.
     pub ready: bool,
-    /// The revision the cache is at.
+    /// The revision the cache is at: every event up to it has been applied, as far as the
+    /// storage's progress notifications tell.
     pub rev: u64,
+    /// The newest revision of an event or list the storage delivered: its watch resumes after
+    /// it (not after `rev`, which a progress notification may have moved past events still in
+    /// flight on etcd 3.4).
+    pub delivered: u64,
     /// The objects, by key.
     pub store: BTreeSet<Keyed>,
     window: VecDeque<Arc<CachedEvent>>,
@@ -151,6 +160,7 @@ impl State {
         State {
             ready: false,
             rev: 0,
+            delivered: 0,
             store: BTreeSet::new(),
             window: VecDeque::new(),
             capacity: capacity.max(1),
@@ -167,6 +177,7 @@ impl State {
             .map(|o| Keyed(Arc::new(CachedObject::new(o, attrs))))
             .collect();
         self.rev = list.resource_version;
+        self.delivered = self.rev;
         self.window.clear();
         self.oldest = self.rev;
         self.watchers.clear();
@@ -185,12 +196,15 @@ impl State {
 
     /// Applies one event to the store and the window.
     fn apply(&mut self, ev: WatchEvent, attrs: &GetAttrs) -> Option<Arc<CachedEvent>> {
-        if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) = &ev
-            && o.resource_version <= self.rev
-        {
-            // Already reflected (a duplicate after a reconnect): applying it again would
-            // move the store backwards.
-            return None;
+        if let WatchEvent::Added(o) | WatchEvent::Modified(o) | WatchEvent::Deleted(o) = &ev {
+            if o.resource_version <= self.delivered {
+                // Already reflected (a duplicate after a reconnect): applying it again would
+                // move the store backwards. The storage delivers in revision order, so an
+                // event after `delivered` is new even when a progress notification moved
+                // `rev` past it.
+                return None;
+            }
+            self.delivered = self.delivered.max(o.resource_version);
         }
         let (key, rev, cur, prev) = match ev {
             WatchEvent::Added(o) | WatchEvent::Modified(o) => {
@@ -216,7 +230,9 @@ impl State {
             }
             WatchEvent::Error(_) => return None,
         };
-        self.rev = rev;
+        // A late event (older than a progress notification etcd 3.4 sent ahead of it) is
+        // applied without moving the revision back.
+        self.rev = self.rev.max(rev);
         let event = Arc::new(CachedEvent {
             key,
             rev,
@@ -251,13 +267,13 @@ impl State {
             let covers_all = w.predicate.is_empty()
                 && events
                     .iter()
-                    .all(|e| key_matches(&w.key, w.recursive, &e.key));
+                    .all(|e| e.rev > w.from && key_matches(&w.key, w.recursive, &e.key));
             let batch = if covers_all {
                 shared.clone()
             } else {
                 let own: Vec<WatchEvent> = events
                     .iter()
-                    .filter(|e| key_matches(&w.key, w.recursive, &e.key))
+                    .filter(|e| e.rev > w.from && key_matches(&w.key, w.recursive, &e.key))
                     .filter_map(|e| e.for_watcher(&w.predicate))
                     .collect();
                 if own.is_empty() {
@@ -285,7 +301,7 @@ impl State {
             if w.tx.is_closed() {
                 return false;
             }
-            if w.bookmarks {
+            if w.bookmarks && self.rev > w.from {
                 let _ = w.tx.try_send(bookmark.clone());
             }
             true

@@ -985,6 +985,132 @@ pub async fn watch_bookmarks(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
     }
 }
 
+/// An informer on a resource nobody writes: LIST, then WATCH from the list's revision, which
+/// writes to other resources have moved past anything this resource saw. The watch starts at
+/// once (the watch cache does not wait for a revision it has not seen; upstream's cacher skips
+/// events up to it instead) and delivers the next change; reads not older than that revision
+/// (LIST, GET, watch-list) are answered within the freshness wait, by progress notifications.
+pub async fn watch_from_list_on_quiet_resource(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
+    s.create(&format!("{p}ns/a"), pod("ns", "a", &[]))
+        .await
+        .unwrap();
+    // Writes elsewhere (outside any watch cache over `/registry/`) move the store's revision;
+    // this resource stays quiet.
+    let elsewhere = format!("/elsewhere{p}ns/");
+    for i in 0..3 {
+        s.create(
+            &format!("{elsewhere}x{i}"),
+            pod("ns", &format!("x{i}"), &[]),
+        )
+        .await
+        .unwrap();
+    }
+    let list = s.list(p, all(p)).await.unwrap();
+    assert_eq!(names(&list), ["a"]);
+    let rv = list
+        .resource_version
+        .max(s.current_revision().await.unwrap());
+    // Well under the 3 s freshness wait, even on a loaded machine.
+    let quick = Duration::from_secs(2);
+
+    let started = tokio::time::Instant::now();
+    let mut w = s
+        .watch(
+            p,
+            ListOptions {
+                resource_version: rv.to_string(),
+                allow_watch_bookmarks: true,
+                ..all(p)
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < quick,
+        "watch from {rv} took {:?}",
+        started.elapsed()
+    );
+    let b = s
+        .create(&format!("{p}ns/b"), pod("ns", "b", &[]))
+        .await
+        .unwrap();
+    // Nothing at or before the requested revision comes first: the next change is b.
+    let added = expect_change(&mut w, "ADDED", "b").await;
+    assert_eq!(added.resource_version, b.resource_version);
+    assert!(added.resource_version > rv);
+
+    // Reads that must not be older than a revision this resource never had.
+    for _ in 0..3 {
+        s.create(
+            &format!("{elsewhere}y{}", rand::random::<u32>()),
+            pod("ns", "y", &[]),
+        )
+        .await
+        .unwrap();
+    }
+    let rv = s.current_revision().await.unwrap();
+    let started = tokio::time::Instant::now();
+    let list = s
+        .list(
+            p,
+            ListOptions {
+                resource_version: rv.to_string(),
+                resource_version_match: ResourceVersionMatch::NotOlderThan,
+                ..all(p)
+            },
+        )
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < quick,
+        "list not older than {rv} took {:?}",
+        started.elapsed()
+    );
+    assert!(list.resource_version >= rv);
+    assert_eq!(names(&list), ["a", "b"]);
+    let got = s
+        .get(
+            &format!("{p}ns/b"),
+            GetOptions {
+                resource_version: rv.to_string(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got.resource_version, b.resource_version);
+    let mut w = s
+        .watch(
+            p,
+            ListOptions {
+                resource_version: rv.to_string(),
+                resource_version_match: ResourceVersionMatch::NotOlderThan,
+                send_initial_events: Some(true),
+                allow_watch_bookmarks: true,
+                ..all(p)
+            },
+        )
+        .await
+        .unwrap();
+    let mut got = BTreeSet::new();
+    let end = loop {
+        match next_event(&mut w).await {
+            WatchEvent::Added(o) => {
+                got.insert(name_of(&o));
+            }
+            WatchEvent::Bookmark {
+                resource_version,
+                initial_events_end: true,
+            } => break resource_version,
+            WatchEvent::Bookmark { .. } => {}
+            ev => panic!("unexpected {}", describe(&ev)),
+        }
+    };
+    assert_eq!(got, BTreeSet::from(["a".to_string(), "b".to_string()]));
+    assert!(end >= rv, "initial events end at {end}, before {rv}");
+}
+
 /// Bad input: values over the request limit.
 pub async fn bad_input(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
     let big = "x".repeat(MAX_REQUEST_BYTES + 10);
@@ -1012,7 +1138,8 @@ macro_rules! storage_conformance {
     ($factory:path, $caps:expr) => {
         $crate::storage_conformance!(@tests $factory, $caps, create, get, delete, guaranteed_update,
             guaranteed_update_cached,
-            list, pagination, compaction, watch, watch_selectors, watch_bookmarks, bad_input);
+            list, pagination, compaction, watch, watch_selectors, watch_bookmarks,
+            watch_from_list_on_quiet_resource, bad_input);
     };
     (@tests $factory:path, $caps:expr, $($name:ident),*) => {
         $(

@@ -287,3 +287,38 @@ spec:
         out.stdout
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_object_over_the_storage_request_limit_is_a_413_not_a_500() {
+    let mut server = ApiServer::start(&[]).await;
+    let admin = server.admin_client();
+    // 100k labels: the body fits the 3 MiB request limit, the stored object (with its
+    // managedFields) does not fit the storage's 1.5 MiB.
+    let labels: serde_json::Map<String, Value> = (0..100_000)
+        .map(|i| (format!("l{i:06}"), Value::from("v")))
+        .collect();
+    let body = serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "many-labels", "labels": labels},
+    });
+    let answer = send(
+        &admin,
+        Method::POST,
+        CONFIGMAPS,
+        "application/json",
+        &body.to_string(),
+    )
+    .await;
+    assert_status(
+        &answer,
+        413,
+        "RequestEntityTooLarge",
+        "etcdserver: request is too large",
+    );
+    let reply = admin
+        .get(Proto::H2, &format!("{CONFIGMAPS}/many-labels"))
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 404, "{}", reply.body);
+    server.stop().await;
+}

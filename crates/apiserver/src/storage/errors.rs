@@ -18,8 +18,8 @@ created, modified, or deleted between the time the first chunk was returned and 
 up in the list.";
 /// Upstream's `StatusCause` type for a resource version ahead of storage.
 pub const CAUSE_RESOURCE_VERSION_TOO_LARGE: &str = "ResourceVersionTooLarge";
-/// etcd's error text for a request over `--max-request-bytes`; upstream passes it through as an
-/// unknown (500) error, and the patch handler matches on it to retry without managedFields.
+/// etcd's error text for a request over `--max-request-bytes` (a 413 here; upstream passes it
+/// through as an unknown 500 error).
 pub const REQUEST_TOO_LARGE_MESSAGE: &str = "etcdserver: request is too large";
 
 /// The operation an error happened in; it picks upstream's `Interpret*Error` mapping.
@@ -258,11 +258,12 @@ impl StorageError {
                 ApiError::invalid(group, resource, name, vec![cause])
             }
             StorageError::RequestTooLarge => {
-                // Upstream returns etcd's gRPC error unchanged, which the response writer turns
-                // into a 500 with an empty (unknown) reason.
+                // Upstream returns etcd's gRPC error unchanged, which its response writer turns
+                // into a 500 (kubernetes/kubernetes#112152); the client's object is too large,
+                // so here it is a 413 with etcd's text.
                 ApiError::new(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "",
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    crate::status::reason::REQUEST_ENTITY_TOO_LARGE,
                     REQUEST_TOO_LARGE_MESSAGE,
                 )
             }

@@ -119,9 +119,10 @@ impl Cacher {
     pub fn new(storage: Arc<dyn Storage>, config: CacherConfig) -> Self {
         let (rev_tx, _) = watch::channel(0);
         let stop = CancellationToken::new();
+        let progress_reliable = storage.reliable_progress();
         let inner = Arc::new(Inner {
             storage,
-            state: RwLock::new(State::new(config.window_capacity)),
+            state: RwLock::new(State::new(config.window_capacity, progress_reliable)),
             config,
             rev_tx,
             progress: Notify::new(),
@@ -209,6 +210,14 @@ impl Cacher {
             current: st.rev,
             retry_after_seconds: 1,
         })
+    }
+
+    /// Whether the cache, having reached `rv`, can answer a read not older than `rv` itself:
+    /// always when the storage's progress notifications are reliable; otherwise only when
+    /// events (not a progress notification, which etcd 3.4 can send ahead of events still in
+    /// flight) brought it there. Otherwise the storage answers.
+    fn fresh_by_events(&self, rv: u64) -> bool {
+        self.inner.storage.reliable_progress() || read(&self.inner.state).delivered >= rv
     }
 
     fn list_from_cache(&self, key: &str, opts: &ListOptions) -> Result<ListResult> {
@@ -363,6 +372,9 @@ impl Storage for Cacher {
             let rv = versioner::parse_resource_version(&opts.resource_version)?;
             if rv > 0 {
                 self.wait_not_older_than(rv).await?;
+                if !self.fresh_by_events(rv) {
+                    return self.inner.storage.get(key, opts).await;
+                }
             } else if !self.wait_for(0, self.inner.config.freshness_timeout).await {
                 return self.inner.storage.get(key, opts).await;
             }
@@ -372,7 +384,7 @@ impl Storage for Cacher {
                 None if opts.ignore_not_found => Ok(None),
                 None => Err(StorageError::KeyNotFound {
                     key: key.into(),
-                    resource_version: st.rev,
+                    resource_version: st.served_rev(),
                 }),
             }
         })
@@ -402,6 +414,9 @@ impl Storage for Cacher {
                     })?;
                 if rv > 0 {
                     self.wait_not_older_than(rv).await?;
+                    if !self.fresh_by_events(rv) {
+                        return self.inner.storage.list(key, opts).await;
+                    }
                 } else if !self.wait_for(0, self.inner.config.freshness_timeout).await {
                     return Err(not_ready());
                 }
@@ -483,8 +498,11 @@ impl Storage for Cacher {
             if initial {
                 st.initial_events(&watched, opts.recursive, &opts.predicate, &mut first);
                 if opts.send_initial_events == Some(true) && opts.allow_watch_bookmarks {
+                    // The state is not older than the requested revision (the wait above):
+                    // with unreliable progress the cache serves the last delivered event's
+                    // revision, which on a quiet resource is older than the one asked for.
                     first.push_back(WatchEvent::Bookmark {
-                        resource_version: st.rev,
+                        resource_version: st.served_rev().max(rv),
                         initial_events_end: true,
                     });
                 }

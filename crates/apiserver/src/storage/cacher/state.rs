@@ -152,12 +152,17 @@ pub struct State {
     oldest: u64,
     /// Registered watchers.
     pub watchers: HashMap<u64, Watcher>,
+    /// Whether the storage's progress notifications can be trusted to follow every event up
+    /// to their revision (not etcd 3.4's).
+    progress_reliable: bool,
 }
 
 impl State {
-    /// An empty, not ready cache.
-    pub fn new(capacity: usize) -> Self {
+    /// An empty, not ready cache over a storage whose progress notifications are
+    /// `progress_reliable` or not.
+    pub fn new(capacity: usize, progress_reliable: bool) -> Self {
         State {
+            progress_reliable,
             ready: false,
             rev: 0,
             delivered: 0,
@@ -291,17 +296,30 @@ impl State {
         }
     }
 
+    /// The revision the cache's contents are a snapshot at, which its answers carry (list
+    /// revisions, bookmarks): `rev`, or with unreliable progress notifications the last
+    /// delivered event's — a client resuming from a revision a progress notification reported
+    /// could miss an event still in flight.
+    pub fn served_rev(&self) -> u64 {
+        if self.progress_reliable {
+            self.rev
+        } else {
+            self.delivered
+        }
+    }
+
     /// Sends a bookmark at the cache's revision to watchers that asked, pruning dead ones.
     pub fn send_bookmarks(&mut self) {
+        let served = self.served_rev();
         let bookmark: EventBatch = Arc::new(vec![WatchEvent::Bookmark {
-            resource_version: self.rev,
+            resource_version: served,
             initial_events_end: false,
         }]);
         self.watchers.retain(|_, w| {
             if w.tx.is_closed() {
                 return false;
             }
-            if w.bookmarks && self.rev > w.from {
+            if w.bookmarks && served > w.from {
                 let _ = w.tx.try_send(bookmark.clone());
             }
             true
@@ -386,6 +404,13 @@ impl State {
             }
         }
         let total_after = pred.is_empty().then_some(remaining);
-        finish_page(&prefix, items, self.rev, limit, has_more, total_after)
+        finish_page(
+            &prefix,
+            items,
+            self.served_rev(),
+            limit,
+            has_more,
+            total_after,
+        )
     }
 }

@@ -703,6 +703,17 @@ async fn serving_cert_reloads_on_file_change_and_open_connections_survive() {
     stop.cancel();
 }
 
+/// A kubelet-style version directory `<root>/<version>` with a `tls.crt`/`tls.key` pair for
+/// `cn`, signed by `ca`.
+#[cfg(unix)]
+fn write_data_version(root: &std::path::Path, ca: &TestCa, version: &str, cn: &str) {
+    let vdir = root.join(version);
+    std::fs::create_dir(&vdir).unwrap();
+    let (cert, key) = ca.issue(cn, &["localhost"], false);
+    std::fs::write(vdir.join("tls.crt"), cert).unwrap();
+    std::fs::write(vdir.join("tls.key"), key).unwrap();
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn serving_cert_reloads_on_kubernetes_data_symlink_swap() {
@@ -710,13 +721,7 @@ async fn serving_cert_reloads_on_kubernetes_data_symlink_swap() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let ca = TestCa::new("test-ca");
-    let write_version = |version: &str, cn: &str| {
-        let vdir = root.join(version);
-        std::fs::create_dir(&vdir).unwrap();
-        let (cert, key) = ca.issue(cn, &["localhost"], false);
-        std::fs::write(vdir.join("tls.crt"), cert).unwrap();
-        std::fs::write(vdir.join("tls.key"), key).unwrap();
-    };
+    let write_version = |version: &str, cn: &str| write_data_version(root, &ca, version, cn);
     write_version("..2026_v1", "v1");
     symlink("..2026_v1", root.join("..data")).unwrap();
     symlink("..data/tls.crt", root.join("tls.crt")).unwrap();
@@ -757,13 +762,7 @@ async fn serving_cert_named_through_data_link_reloads_within_seconds_of_the_swap
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let ca = TestCa::new("test-ca");
-    let write_version = |version: &str, cn: &str| {
-        let vdir = root.join(version);
-        std::fs::create_dir(&vdir).unwrap();
-        let (cert, key) = ca.issue(cn, &["localhost"], false);
-        std::fs::write(vdir.join("tls.crt"), cert).unwrap();
-        std::fs::write(vdir.join("tls.key"), key).unwrap();
-    };
+    let write_version = |version: &str, cn: &str| write_data_version(root, &ca, version, cn);
     write_version("..2026_v1", "v1");
     symlink("..2026_v1", root.join("..data")).unwrap();
     let files = CertKeyFiles {

@@ -322,3 +322,39 @@ async fn an_object_over_the_storage_request_limit_is_a_413_not_a_500() {
     assert_eq!(reply.status, 404, "{}", reply.body);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn patch_bodies_that_do_not_parse_get_go_json_decoder_texts() {
+    let mut server = ApiServer::start(&[]).await;
+    let admin = server.admin_client();
+    let cm = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"p"}}"#;
+    let (status, body) = send(&admin, Method::POST, CONFIGMAPS, "application/json", cm).await;
+    assert_eq!(status, 201, "{body}");
+    let path = format!("{CONFIGMAPS}/p");
+    for (content_type, patch, message) in [
+        (
+            "application/merge-patch+json",
+            "{bad",
+            "error decoding patch: invalid character 'b' looking for beginning of object key string",
+        ),
+        (
+            "application/json-patch+json",
+            r#"[{"op":"add"} {"op":"add"}]"#,
+            "error decoding patch: invalid character '{' after array element",
+        ),
+        (
+            "application/strategic-merge-patch+json",
+            r#"{"data":{"a":"1",}}"#,
+            "invalid character '}' looking for beginning of object key string",
+        ),
+        (
+            "application/merge-patch+json",
+            r#"{"data":"#,
+            "error decoding patch: unexpected end of JSON input",
+        ),
+    ] {
+        let answer = send(&admin, Method::PATCH, &path, content_type, patch).await;
+        assert_status(&answer, 400, "BadRequest", message);
+    }
+    server.stop().await;
+}

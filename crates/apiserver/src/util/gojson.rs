@@ -113,3 +113,126 @@ mod tests {
         assert_eq!(String::from_utf8(indent(&compact)).unwrap(), pretty);
     }
 }
+
+/// The text Go's `encoding/json` gives for the syntax error serde_json found in `input`
+/// (`invalid character 'b' looking for beginning of object key string`, `unexpected end of
+/// JSON input`), for the errors clients show; `None` when there is no Go equivalent to name
+/// (serde_json's own text is then the best there is).
+pub fn syntax_error_text(input: &[u8], err: &serde_json::Error) -> Option<String> {
+    use serde_json::error::Category;
+    match err.classify() {
+        Category::Eof => return Some("unexpected end of JSON input".to_string()),
+        Category::Syntax => {}
+        Category::Data | Category::Io => return None,
+    }
+    let offending = byte_at(input, err.line(), err.column())?;
+    let message = err.to_string();
+    let context = if message.starts_with("key must be a string") {
+        "looking for beginning of object key string"
+    } else if message.starts_with("expected value") {
+        "looking for beginning of value"
+    } else if message.starts_with("trailing comma") {
+        match offending {
+            b'}' => "looking for beginning of object key string",
+            _ => "looking for beginning of value",
+        }
+    } else if message.starts_with("expected `:`") {
+        "after object key"
+    } else if message.starts_with("expected `,` or `}`") {
+        "after object key:value pair"
+    } else if message.starts_with("expected `,` or `]`") {
+        "after array element"
+    } else if message.starts_with("trailing characters") {
+        "after top-level value"
+    } else if message.starts_with("invalid escape") {
+        "in string escape code"
+    } else if message.starts_with("control character") {
+        "in string literal"
+    } else if message.starts_with("invalid number") {
+        "in numeric literal"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "invalid character {} {context}",
+        go_quote_char(offending)
+    ))
+}
+
+/// The byte at serde_json's 1-based `line` and `column`.
+fn byte_at(input: &[u8], line: usize, column: usize) -> Option<u8> {
+    let start: usize = input
+        .split(|b| *b == b'\n')
+        .take(line.checked_sub(1)?)
+        .map(|l| l.len() + 1)
+        .sum();
+    input.get(start + column.checked_sub(1)?).copied()
+}
+
+/// Go's `quoteChar`: the byte as a rune in single quotes, escaped as `strconv.Quote` does.
+fn go_quote_char(byte: u8) -> String {
+    match byte {
+        b'\'' => r"'\''".to_string(),
+        b'"' => "'\"'".to_string(),
+        b'\n' => r"'\n'".to_string(),
+        b'\r' => r"'\r'".to_string(),
+        b'\t' => r"'\t'".to_string(),
+        0x00..=0x1f | 0x7f => format!(r"'\x{byte:02x}'"),
+        _ => format!("'{}'", char::from(byte)),
+    }
+}
+
+#[cfg(test)]
+mod syntax_error_tests {
+    use super::*;
+
+    fn go_text(input: &str) -> Option<String> {
+        let err = serde_json::from_str::<serde_json::Value>(input).unwrap_err();
+        syntax_error_text(input.as_bytes(), &err)
+    }
+
+    #[test]
+    fn syntax_errors_read_as_go_writes_them() {
+        let cases = [
+            (
+                "{bad",
+                "invalid character 'b' looking for beginning of object key string",
+            ),
+            (
+                "{\"a\":1,}",
+                "invalid character '}' looking for beginning of object key string",
+            ),
+            (
+                "[1,]",
+                "invalid character ']' looking for beginning of value",
+            ),
+            ("{\"a\" 1}", "invalid character '1' after object key"),
+            (
+                "{\"a\":1 \"b\":2}",
+                "invalid character '\"' after object key:value pair",
+            ),
+            ("[1 2]", "invalid character '2' after array element"),
+            ("{} x", "invalid character 'x' after top-level value"),
+            (
+                "{\n  \"a\": x}",
+                "invalid character 'x' looking for beginning of value",
+            ),
+            (
+                "{\"a\":\"\\q\"}",
+                "invalid character 'q' in string escape code",
+            ),
+            ("{\"a\":-}", "invalid character '}' in numeric literal"),
+            (
+                "'",
+                "invalid character '\\'' looking for beginning of value",
+            ),
+            ("", "unexpected end of JSON input"),
+            ("{\"a\":", "unexpected end of JSON input"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(go_text(input).as_deref(), Some(want), "{input:?}");
+        }
+        // No Go equivalent is named: serde_json's own text stays.
+        assert_eq!(go_text("{\"a\":tru}"), None);
+    }
+}

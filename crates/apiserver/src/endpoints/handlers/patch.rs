@@ -103,10 +103,19 @@ enum PatchBody {
 /// Upstream's cap on the operations of one JSON patch (`maxJSONPatchOperations`).
 pub const MAX_JSON_PATCH_OPERATIONS: usize = 10000;
 
+/// What Go's JSON decoder says of `bytes`, where it has an equivalent of serde_json's error.
+fn json_error(bytes: &[u8], err: &serde_json::Error) -> String {
+    crate::util::gojson::syntax_error_text(bytes, err).unwrap_or_else(|| err.to_string())
+}
+
 fn decode_patch(patch_type: PatchType, bytes: &[u8]) -> Result<PatchBody, ApiError> {
     match patch_type {
         PatchType::Json => {
-            let ops = serde_json::from_slice::<json_patch::Patch>(bytes)
+            // Syntax first, as Go's decoder checks the whole document before decoding it.
+            let value: Value = serde_json::from_slice(bytes).map_err(|err| {
+                ApiError::bad_request(format!("error decoding patch: {}", json_error(bytes, &err)))
+            })?;
+            let ops = serde_json::from_value::<json_patch::Patch>(value)
                 .map_err(|err| ApiError::bad_request(format!("error decoding patch: {err}")))?;
             if ops.0.len() > MAX_JSON_PATCH_OPERATIONS {
                 return Err(ApiError::new(
@@ -121,8 +130,15 @@ fn decode_patch(patch_type: PatchType, bytes: &[u8]) -> Result<PatchBody, ApiErr
             Ok(PatchBody::Json(ops))
         }
         PatchType::Merge | PatchType::StrategicMerge => {
-            let value: Value = serde_json::from_slice(bytes)
-                .map_err(|err| ApiError::bad_request(format!("error decoding patch: {err}")))?;
+            // Upstream's strict decoding of a merge patch says `error decoding patch: …`; a
+            // strategic merge patch's says only what the JSON decoder said.
+            let value: Value = serde_json::from_slice(bytes).map_err(|err| {
+                let text = json_error(bytes, &err);
+                ApiError::bad_request(match patch_type {
+                    PatchType::StrategicMerge => text,
+                    _ => format!("error decoding patch: {text}"),
+                })
+            })?;
             if !value.is_object() {
                 return Err(ApiError::bad_request(
                     "error decoding patch: the patch is not a JSON object",

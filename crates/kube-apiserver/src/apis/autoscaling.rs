@@ -477,86 +477,6 @@ fn metric_spec_to_v2(m: &Value) -> Value {
     Value::Object(out)
 }
 
-/// v2 `MetricSpec` → v1 (annotation) `MetricSpec`.
-fn metric_spec_to_v1(m: &Value) -> Value {
-    let mut out = Map::new();
-    out.insert("type".into(), json!(str_at(m, "type").unwrap_or_default()));
-    if let Some(o) = m.get("object").filter(|o| o.is_object()) {
-        let mut v = Map::new();
-        v.insert(
-            "target".into(),
-            field(o, "describedObject").unwrap_or(json!({"kind": "", "name": ""})),
-        );
-        v.insert(
-            "metricName".into(),
-            json!(str_at(o, "metric.name").unwrap_or_default()),
-        );
-        v.insert(
-            "targetValue".into(),
-            json!(quantity(get(o, "target.value"))),
-        );
-        set(&mut v, "selector", get(o, "metric.selector").cloned());
-        set(
-            &mut v,
-            "averageValue",
-            get(o, "target.averageValue").cloned(),
-        );
-        out.insert("object".into(), Value::Object(v));
-    }
-    if let Some(p) = m.get("pods").filter(|p| p.is_object()) {
-        let mut v = Map::new();
-        v.insert(
-            "metricName".into(),
-            json!(str_at(p, "metric.name").unwrap_or_default()),
-        );
-        v.insert(
-            "targetAverageValue".into(),
-            json!(quantity(get(p, "target.averageValue"))),
-        );
-        set(&mut v, "selector", get(p, "metric.selector").cloned());
-        out.insert("pods".into(), Value::Object(v));
-    }
-    for source in ["resource", "containerResource"] {
-        if let Some(r) = m.get(source).filter(|r| r.is_object()) {
-            let mut v = Map::new();
-            v.insert("name".into(), field(r, "name").unwrap_or(json!("")));
-            set(
-                &mut v,
-                "targetAverageUtilization",
-                get(r, "target.averageUtilization").cloned(),
-            );
-            set(
-                &mut v,
-                "targetAverageValue",
-                get(r, "target.averageValue").cloned(),
-            );
-            if source == "containerResource" {
-                v.insert(
-                    "container".into(),
-                    field(r, "container").unwrap_or(json!("")),
-                );
-            }
-            out.insert(source.into(), Value::Object(v));
-        }
-    }
-    if let Some(e) = m.get("external").filter(|e| e.is_object()) {
-        let mut v = Map::new();
-        v.insert(
-            "metricName".into(),
-            json!(str_at(e, "metric.name").unwrap_or_default()),
-        );
-        set(&mut v, "metricSelector", get(e, "metric.selector").cloned());
-        set(&mut v, "targetValue", get(e, "target.value").cloned());
-        set(
-            &mut v,
-            "targetAverageValue",
-            get(e, "target.averageValue").cloned(),
-        );
-        out.insert("external".into(), Value::Object(v));
-    }
-    Value::Object(out)
-}
-
 /// v1 (annotation) `MetricStatus` → v2 `MetricStatus`.
 fn metric_status_to_v2(m: &Value) -> Value {
     let mut out = Map::new();
@@ -620,8 +540,49 @@ fn metric_status_to_v2(m: &Value) -> Value {
     Value::Object(out)
 }
 
-/// v2 `MetricStatus` → v1 (annotation) `MetricStatus`.
-fn metric_status_to_v1(m: &Value) -> Value {
+/// Which side of a metric a v1 (annotation) metric holds: the spec's targets or the status's
+/// current values. The two differ only in their field names (`targetValue`, `currentValue`)
+/// and in which quantities are required (the status's resource and external values are).
+#[derive(Clone, Copy)]
+enum MetricSide {
+    Spec,
+    Status,
+}
+
+impl MetricSide {
+    /// The v2 sub-object (`target`, `current`) and the v1 field-name prefix.
+    fn word(self) -> &'static str {
+        match self {
+            MetricSide::Spec => "target",
+            MetricSide::Status => "current",
+        }
+    }
+
+    /// v1 `<word><Name>` set from v2 `<word>.<path>`: always (as a quantity, zero when
+    /// absent) when `required` on this side, else only when present.
+    fn copy_quantity(
+        self,
+        v: &mut Map<String, Value>,
+        name: &str,
+        from: &Value,
+        path: &str,
+        required: bool,
+    ) {
+        let word = self.word();
+        let value = get(from, &format!("{word}.{path}"));
+        let key = format!("{word}{name}");
+        if required {
+            v.insert(key, json!(quantity(value)));
+        } else {
+            set(v, &key, value.cloned());
+        }
+    }
+}
+
+/// v2 `MetricSpec` or `MetricStatus` → the v1 (annotation) form of the same side.
+fn metric_to_v1(m: &Value, side: MetricSide) -> Value {
+    let word = side.word();
+    let status = matches!(side, MetricSide::Status);
     let mut out = Map::new();
     out.insert("type".into(), json!(str_at(m, "type").unwrap_or_default()));
     if let Some(o) = m.get("object").filter(|o| o.is_object()) {
@@ -634,15 +595,12 @@ fn metric_status_to_v1(m: &Value) -> Value {
             "metricName".into(),
             json!(str_at(o, "metric.name").unwrap_or_default()),
         );
-        v.insert(
-            "currentValue".into(),
-            json!(quantity(get(o, "current.value"))),
-        );
+        side.copy_quantity(&mut v, "Value", o, "value", true);
         set(&mut v, "selector", get(o, "metric.selector").cloned());
         set(
             &mut v,
             "averageValue",
-            get(o, "current.averageValue").cloned(),
+            get(o, &format!("{word}.averageValue")).cloned(),
         );
         out.insert("object".into(), Value::Object(v));
     }
@@ -652,10 +610,7 @@ fn metric_status_to_v1(m: &Value) -> Value {
             "metricName".into(),
             json!(str_at(p, "metric.name").unwrap_or_default()),
         );
-        v.insert(
-            "currentAverageValue".into(),
-            json!(quantity(get(p, "current.averageValue"))),
-        );
+        side.copy_quantity(&mut v, "AverageValue", p, "averageValue", true);
         set(&mut v, "selector", get(p, "metric.selector").cloned());
         out.insert("pods".into(), Value::Object(v));
     }
@@ -665,13 +620,10 @@ fn metric_status_to_v1(m: &Value) -> Value {
             v.insert("name".into(), field(r, "name").unwrap_or(json!("")));
             set(
                 &mut v,
-                "currentAverageUtilization",
-                get(r, "current.averageUtilization").cloned(),
+                &format!("{word}AverageUtilization"),
+                get(r, &format!("{word}.averageUtilization")).cloned(),
             );
-            v.insert(
-                "currentAverageValue".into(),
-                json!(quantity(get(r, "current.averageValue"))),
-            );
+            side.copy_quantity(&mut v, "AverageValue", r, "averageValue", status);
             if source == "containerResource" {
                 v.insert(
                     "container".into(),
@@ -688,15 +640,8 @@ fn metric_status_to_v1(m: &Value) -> Value {
             json!(str_at(e, "metric.name").unwrap_or_default()),
         );
         set(&mut v, "metricSelector", get(e, "metric.selector").cloned());
-        v.insert(
-            "currentValue".into(),
-            json!(quantity(get(e, "current.value"))),
-        );
-        set(
-            &mut v,
-            "currentAverageValue",
-            get(e, "current.averageValue").cloned(),
-        );
+        side.copy_quantity(&mut v, "Value", e, "value", status);
+        side.copy_quantity(&mut v, "AverageValue", e, "averageValue", false);
         out.insert("external".into(), Value::Object(v));
     }
     Value::Object(out)
@@ -855,7 +800,7 @@ pub fn v2_to_v1(obj: Value) -> Value {
     let others: Vec<Value> = metrics
         .iter()
         .filter(|m| !is_cpu_utilization_target(m))
-        .map(metric_spec_to_v1)
+        .map(|m| metric_to_v1(m, MetricSide::Spec))
         .collect();
     if !others.is_empty() {
         annotations.insert(
@@ -900,7 +845,10 @@ pub fn v2_to_v1(obj: Value) -> Value {
         status.insert("currentCPUUtilizationPercentage".into(), u.clone());
     }
     if !current.is_empty() {
-        let list: Vec<Value> = current.iter().map(metric_status_to_v1).collect();
+        let list: Vec<Value> = current
+            .iter()
+            .map(|m| metric_to_v1(m, MetricSide::Status))
+            .collect();
         annotations.insert(
             CURRENT_METRICS_ANNOTATION.into(),
             json!(Value::Array(list).to_string()),

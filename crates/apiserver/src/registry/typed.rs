@@ -60,14 +60,9 @@ pub fn type_error<T: DeserializeOwned>(obj: &Value) -> Option<FieldError> {
     Some(FieldError::invalid(&field, bad, &detail))
 }
 
-/// The fields of `obj` that `T` does not know, as upstream's strict decoder names them
-/// (`spec.containers[0].bogus`), in document order.
-pub fn unknown_fields<T: DeserializeOwned>(obj: &Value) -> Vec<String> {
-    unknown_paths::<T>(obj).iter().map(|p| render(p)).collect()
-}
-
 /// Removes the fields of `obj` that `T` does not know — upstream decodes a body into its Go
-/// type, so they are never stored — and names them as [`unknown_fields`] does.
+/// type, so they are never stored — and names them as upstream's strict decoder does
+/// (`spec.containers[0].bogus`), in document order.
 pub fn drop_unknown_fields<T: DeserializeOwned>(obj: &mut Value) -> Vec<String> {
     let paths = unknown_paths::<T>(obj);
     for path in &paths {
@@ -204,7 +199,7 @@ mod tests {
                      "template": {"spec": {"containers": [{"name": "c", "image": "i", "extra": 1}]}}}
         });
         assert_eq!(
-            unknown_fields::<Deployment>(&obj),
+            drop_unknown_fields::<Deployment>(&mut obj.clone()),
             vec![
                 "metadata.bogusMeta",
                 "spec.bogusField",
@@ -217,7 +212,7 @@ mod tests {
     fn known_fields_report_nothing() {
         let obj = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
                          "data": {"a": "b"}, "binaryData": {"b": "AAAA"}});
-        assert!(unknown_fields::<ConfigMap>(&obj).is_empty());
+        assert!(drop_unknown_fields::<ConfigMap>(&mut obj.clone()).is_empty());
         assert!(type_error::<ConfigMap>(&obj).is_none());
     }
 

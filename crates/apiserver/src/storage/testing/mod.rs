@@ -952,20 +952,7 @@ pub async fn watch_bookmarks(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
         )
         .await
         .unwrap();
-    let mut got = BTreeSet::new();
-    let end_rv = loop {
-        match next_event(&mut w).await {
-            WatchEvent::Added(o) => {
-                got.insert(name_of(&o));
-            }
-            WatchEvent::Bookmark {
-                resource_version,
-                initial_events_end: true,
-            } => break resource_version,
-            WatchEvent::Bookmark { .. } => {}
-            ev => panic!("unexpected {}", describe(&ev)),
-        }
-    };
+    let (got, end_rv) = initial_events(&mut w).await;
     assert_eq!(got, BTreeSet::from(["a".to_string(), "b".to_string()]));
     assert!(end_rv >= s.count(p).await.map(|_| 1).unwrap());
     // Progress: a watch asking for it gets a bookmark at least at the current revision.
@@ -998,6 +985,25 @@ pub async fn watch_bookmarks(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
         {
             assert!(resource_version >= c_rev);
             break;
+        }
+    }
+}
+
+/// The names a watch-list sends as initial events, and the revision of its
+/// `initial-events-end` bookmark.
+async fn initial_events(w: &mut WatchStream) -> (BTreeSet<String>, u64) {
+    let mut got = BTreeSet::new();
+    loop {
+        match next_event(w).await {
+            WatchEvent::Added(o) => {
+                got.insert(name_of(&o));
+            }
+            WatchEvent::Bookmark {
+                resource_version,
+                initial_events_end: true,
+            } => return (got, resource_version),
+            WatchEvent::Bookmark { .. } => {}
+            ev => panic!("unexpected {}", describe(&ev)),
         }
     }
 }
@@ -1110,20 +1116,7 @@ pub async fn watch_from_list_on_quiet_resource(s: &Arc<dyn Storage>, p: &str, _c
         )
         .await
         .unwrap();
-    let mut got = BTreeSet::new();
-    let end = loop {
-        match next_event(&mut w).await {
-            WatchEvent::Added(o) => {
-                got.insert(name_of(&o));
-            }
-            WatchEvent::Bookmark {
-                resource_version,
-                initial_events_end: true,
-            } => break resource_version,
-            WatchEvent::Bookmark { .. } => {}
-            ev => panic!("unexpected {}", describe(&ev)),
-        }
-    };
+    let (got, end) = initial_events(&mut w).await;
     assert_eq!(got, BTreeSet::from(["a".to_string(), "b".to_string()]));
     assert!(end >= rv, "initial events end at {end}, before {rv}");
 }

@@ -20,6 +20,9 @@ use serde_json::Value;
 
 use crate::apis::{Backing, ResourceDef, builtin_groups};
 use crate::openapi::{LazyDocs, ResourceSpec};
+use crate::registry::authentication::{
+    AuthenticatorCell, SelfSubjectReviewStorage, TokenReviewStorage,
+};
 use crate::registry::binding::BindingStorage;
 use crate::registry::binding::BindingsStorage;
 use crate::registry::componentstatus::ComponentStatusStorage;
@@ -34,9 +37,23 @@ use crate::registry::pod::{
 };
 use crate::registry::scale::{SCALED, ScaleStorage};
 use crate::registry::service::{ServiceRange, ServiceStorage};
+use crate::registry::serviceaccount_token::TokenRequestStorage;
+use crate::serviceaccount::TokenIssuer;
 
 /// The stores of the installed resources, by `(group, resource)`.
 pub type Stores = BTreeMap<(String, String), Store>;
+
+/// What the authentication APIs (the `serviceaccounts/token` subresource, TokenReview and
+/// SelfSubjectReview) take from the server's configuration.
+#[derive(Clone)]
+pub struct AuthenticationSetup {
+    /// Mints TokenRequests' tokens.
+    pub token_issuer: Arc<TokenIssuer>,
+    /// The server's authenticator, which TokenReview runs (set once it is built).
+    pub authenticator: AuthenticatorCell,
+    /// The API audiences a TokenReview without `spec.audiences` checks.
+    pub api_audiences: Vec<String>,
+}
 
 /// A built-in strategy with the schema strategic merge patch and apply read (built on the
 /// first write that needs it; see [`LazyDocs::patch_schema`]).
@@ -157,6 +174,7 @@ fn install_unstored(
     stores: &Stores,
     storage: &Arc<dyn Storage>,
     namespaces: &NamespaceCell,
+    auth: &AuthenticationSetup,
 ) -> Result<(), String> {
     let info = def.strategy.info().clone();
     let missing = |what: &str| format!("{} needs the {what} store", info.resource);
@@ -202,6 +220,14 @@ fn install_unstored(
                 }
                 ("", "componentstatuses") => {
                     Arc::new(ComponentStatusStorage::new(strategy, storage.clone()))
+                }
+                ("authentication.k8s.io", "tokenreviews") => Arc::new(TokenReviewStorage::new(
+                    strategy,
+                    auth.authenticator.clone(),
+                    auth.api_audiences.clone(),
+                )),
+                ("authentication.k8s.io", "selfsubjectreviews") => {
+                    Arc::new(SelfSubjectReviewStorage::new(strategy))
                 }
                 _ => return Err(format!("no storage for {}", info.resource)),
             };
@@ -252,6 +278,7 @@ pub fn install_builtin_apis(
     storage: Arc<dyn Storage>,
     prefix: &str,
     service_range: ServiceRange,
+    auth: &AuthenticationSetup,
 ) -> Result<(Stores, BuiltinOpenApi), String> {
     let groups = builtin_groups();
     let mut specs: Vec<ResourceSpec> = groups
@@ -299,6 +326,8 @@ pub fn install_builtin_apis(
     let namespaces: NamespaceCell = Arc::default();
     let nodes: StoreCell = Arc::default();
     let pdbs: StoreCell = Arc::default();
+    let pods: StoreCell = Arc::default();
+    let secrets: StoreCell = Arc::default();
     let mut legacy = None;
     let mut named = Vec::new();
     for group in groups {
@@ -372,6 +401,18 @@ pub fn install_builtin_apis(
                 if info.group.is_empty() && info.resource == "pods" {
                     install_pod_subresources(&mut gv, &store, &nodes, &pdbs);
                 }
+                if info.group.is_empty() && info.resource == "serviceaccounts" {
+                    gv.resources.insert(
+                        "serviceaccounts/token".to_string(),
+                        Arc::new(TokenRequestStorage::new(
+                            auth.token_issuer.clone(),
+                            store.clone(),
+                            pods.clone(),
+                            secrets.clone(),
+                            nodes.clone(),
+                        )),
+                    );
+                }
                 if SCALED.contains(&(info.group.as_str(), info.resource.as_str())) {
                     gv.resources.insert(
                         format!("{}/scale", info.resource),
@@ -382,7 +423,7 @@ pub fn install_builtin_apis(
             }
             for def in deferred {
                 let strategy = with_patch_schema(&def, &definitions, &docs);
-                install_unstored(&mut gv, def, strategy, &stores, &storage, &namespaces)?;
+                install_unstored(&mut gv, def, strategy, &stores, &storage, &namespaces, auth)?;
             }
             versions.push(gv);
         }
@@ -400,6 +441,8 @@ pub fn install_builtin_apis(
         (&namespaces, "", "namespaces"),
         (&nodes, "", "nodes"),
         (&pdbs, "policy", "poddisruptionbudgets"),
+        (&pods, "", "pods"),
+        (&secrets, "", "secrets"),
     ] {
         if let Some(store) = stores.get(&(group.to_string(), resource.to_string())) {
             let _ = cell.set(store.clone());

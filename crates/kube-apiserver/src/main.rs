@@ -9,6 +9,7 @@ mod openapi;
 mod options;
 mod registry;
 mod server;
+mod serviceaccount;
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;

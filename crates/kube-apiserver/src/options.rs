@@ -291,6 +291,52 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Authentication flags")]
     pub requestheader_extra_headers_prefix: Vec<String>,
 
+    /// Identifiers of the API. The service account token authenticator will validate that
+    /// tokens used against the API are bound to at least one of these audiences. If the
+    /// --service-account-issuer flag is configured and this flag is not, this field defaults
+    /// to a single element list containing the issuer URL.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Authentication flags")]
+    pub api_audiences: Vec<String>,
+    /// Enable to allow secrets of type 'bootstrap.kubernetes.io/token' in the 'kube-system'
+    /// namespace to be used for TLS bootstrapping authentication.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Authentication flags")]
+    pub enable_bootstrap_token_auth: bool,
+    /// Turns on projected service account expiration extension during token generation,
+    /// which helps safe transition from legacy token to bound service account token feature.
+    /// If this flag is enabled, admission injected tokens would be extended up to 1 year to
+    /// prevent unexpected failure during transition, ignoring value of
+    /// service-account-max-token-expiration.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", action = ArgAction::Set, help_heading = "Authentication flags")]
+    pub service_account_extend_token_expiration: bool,
+    /// Identifier of the service account token issuer. The issuer will assert this identifier
+    /// in "iss" claim of issued tokens. When this flag is specified multiple times, the first
+    /// is used to generate tokens and all are used to determine which issuers are accepted
+    /// (default https://kubernetes.default.svc.cluster.local).
+    #[arg(long, action = ArgAction::Append, help_heading = "Authentication flags")]
+    pub service_account_issuer: Vec<String>,
+    /// Overrides the URI for the JSON Web Key Set in the discovery doc served at
+    /// /.well-known/openid-configuration.
+    #[arg(long, help_heading = "Authentication flags")]
+    pub service_account_jwks_uri: Option<String>,
+    /// File containing PEM-encoded x509 RSA or ECDSA private or public keys, used to verify
+    /// ServiceAccount tokens. The specified file can contain multiple keys, and the flag can
+    /// be specified multiple times with different files (default: the signing key).
+    #[arg(long, action = ArgAction::Append, help_heading = "Authentication flags")]
+    pub service_account_key_file: Vec<PathBuf>,
+    /// If true, validate ServiceAccount tokens exist in etcd as part of authentication.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", action = ArgAction::Set, help_heading = "Authentication flags")]
+    pub service_account_lookup: bool,
+    /// The maximum validity duration of a token created by the service account token issuer.
+    /// If an otherwise valid TokenRequest with a validity duration larger than this value is
+    /// requested, a token will be issued with a validity duration of this value.
+    #[arg(long, default_value = "0s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Authentication flags")]
+    pub service_account_max_token_expiration: GoDuration,
+    /// Path to the file that contains the current private key of the service account token
+    /// issuer. The issuer will sign issued ID tokens with this private key (default: a P-256
+    /// key generated in the certificate directory).
+    #[arg(long, help_heading = "Authentication flags")]
+    pub service_account_signing_key_file: Option<PathBuf>,
+
     // ----- Authorization flags -----
     /// Ordered list of plug-ins to do authorization on secure port: AlwaysAllow, AlwaysDeny.
     #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_value = "AlwaysAllow", help_heading = "Authorization flags")]
@@ -514,6 +560,7 @@ impl Options {
                 errors.push(format!("empty value in {flag:?}"));
             }
         }
+        errors.extend(self.validate_service_accounts());
         if self.proxy_client_cert_file.is_some() != self.proxy_client_key_file.is_some() {
             errors.push(
                 "--proxy-client-cert-file and --proxy-client-key-file must be given together"
@@ -522,6 +569,44 @@ impl Options {
         }
         if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
             errors.push("--etcd-certfile and --etcd-keyfile must be given together".into());
+        }
+        errors
+    }
+}
+
+impl Options {
+    /// Upstream's checks of the service-account flags, with its messages.
+    fn validate_service_accounts(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for issuer in &self.service_account_issuer {
+            if issuer.is_empty() {
+                errors.push("service-account-issuer should not be an empty string".into());
+            } else if issuer.starts_with(':') {
+                errors.push(format!(
+                    "service-account-issuer {issuer:?} contained a ':' but was not a valid URL: parse {issuer:?}: missing protocol scheme"
+                ));
+            } else if !seen.insert(issuer) {
+                errors.push(format!("service-account-issuer {issuer:?} is already specified"));
+            }
+        }
+        if let Some(uri) = self.service_account_jwks_uri.as_deref().filter(|u| !u.is_empty())
+            && !uri.starts_with("https://")
+        {
+            errors.push(format!(
+                "service-account-jwks-uri requires https scheme, parsed as: {uri}"
+            ));
+        }
+        let max = self.service_account_max_token_expiration;
+        if max.negative
+            || (!max.value.is_zero()
+                && (max.value < Duration::from_secs(60 * 60)
+                    || max.value > Duration::from_secs(1 << 32)))
+        {
+            errors.push(
+                "the service-account-max-token-expiration must be between 1 hour and 2^32 seconds"
+                    .into(),
+            );
         }
         errors
     }
@@ -592,6 +677,10 @@ mod tests {
         assert_eq!(o.authorization_mode, vec!["AlwaysAllow".to_string()]);
         assert!(o.aggregator_reject_forwarding_redirect);
         assert!(!o.enable_aggregator_routing);
+        assert!(o.service_account_lookup);
+        assert!(o.service_account_extend_token_expiration);
+        assert!(!o.enable_bootstrap_token_auth);
+        assert!(o.service_account_issuer.is_empty());
         assert!(o.validate().is_empty());
     }
 
@@ -663,6 +752,22 @@ mod tests {
             (
                 &["--insecure-port=8080", "--insecure-bind-address=0.0.0.0"],
                 "--insecure-allow-remote",
+            ),
+            (
+                &["--service-account-issuer=https://a", "--service-account-issuer=https://a"],
+                "service-account-issuer \"https://a\" is already specified",
+            ),
+            (
+                &["--service-account-issuer="],
+                "service-account-issuer should not be an empty string",
+            ),
+            (
+                &["--service-account-max-token-expiration=30m"],
+                "the service-account-max-token-expiration must be between 1 hour and 2^32 seconds",
+            ),
+            (
+                &["--service-account-jwks-uri=http://x/jwks"],
+                "service-account-jwks-uri requires https scheme, parsed as: http://x/jwks",
             ),
         ];
         for (args, expected) in cases {

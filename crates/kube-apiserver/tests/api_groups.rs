@@ -197,6 +197,24 @@ const UPSTREAM_API_RESOURCES: &[(&str, &str, &str, bool, &str, &str, &str)] = &[
         "all",
     ),
     (
+        "selfsubjectreviews",
+        "",
+        "authentication.k8s.io/v1",
+        false,
+        "SelfSubjectReview",
+        "create",
+        "",
+    ),
+    (
+        "tokenreviews",
+        "",
+        "authentication.k8s.io/v1",
+        false,
+        "TokenReview",
+        "create",
+        "",
+    ),
+    (
         "horizontalpodautoscalers",
         "hpa",
         "autoscaling/v2",
@@ -452,10 +470,6 @@ const KNOWN_EXCLUDED: &[(&str, &str)] = &[
     (
         "admissionregistration.k8s.io/v1",
         "admission webhooks and policies (own issue)",
-    ),
-    (
-        "authentication.k8s.io/v1",
-        "token and self-subject reviews (own issue)",
     ),
     ("authorization.k8s.io/v1", "access reviews (own issue)"),
     (

@@ -90,9 +90,13 @@ pub fn build_default_handler_chain(handler: HttpService, c: &CompletedConfig) ->
             Some(filter(TimeoutFilter::new())),
             Some(filter(WarningFilter::new())),
             cors(c),
-            c.authenticator
-                .clone()
-                .map(|authn| filter(AuthenticationFilter::new(authn, failed_auditor, Vec::new()))),
+            c.authenticator.clone().map(|authn| {
+                filter(AuthenticationFilter::new(
+                    authn,
+                    failed_auditor,
+                    c.api_audiences.clone(),
+                ))
+            }),
             c.auditor.clone().map(|a| filter(AuditFilter::new(a))),
             authorizer
                 .clone()

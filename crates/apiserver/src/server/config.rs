@@ -36,6 +36,9 @@ pub struct Config {
     pub insecure_serving: Option<BindAddress>,
     /// The authenticator; `None` lets every request through unauthenticated (with a warning).
     pub authenticator: Option<Arc<dyn Authenticator>>,
+    /// The API audiences (`--api-audiences`): a credential valid only for other audiences is
+    /// refused (empty: any audience).
+    pub api_audiences: Vec<String>,
     /// The authorizer; `None` skips authorization.
     pub authorizer: Option<Arc<dyn Authorizer>>,
     /// Audit policy and backend; `None` disables auditing.
@@ -115,6 +118,7 @@ impl Config {
             secure_serving: None,
             insecure_serving: None,
             authenticator: None,
+            api_audiences: Vec::new(),
             authorizer: None,
             auditor: None,
             cors_allowed_origins: Vec::new(),

@@ -12,6 +12,7 @@ use apiserver::registry::Strategy;
 use serde_json::Value;
 
 pub mod apps;
+pub mod authentication;
 pub mod autoscaling;
 pub mod batch;
 pub mod certificates;
@@ -48,7 +49,8 @@ pub struct ResourceDef {
     /// The resource's behaviour and discovery facts (`strategy.info()`).
     pub strategy: Arc<dyn Strategy>,
     /// Its subresources besides the main resource: `"status"`, `"scale"` (and `"finalize"`
-    /// for namespaces, `"approval"` for certificate signing requests).
+    /// for namespaces, `"approval"` for certificate signing requests, `"token"` for service
+    /// accounts).
     pub subresources: Vec<&'static str>,
     /// Where its objects live.
     pub backing: Backing,
@@ -121,6 +123,10 @@ pub fn builtin_groups() -> Vec<GroupDef> {
         GroupDef {
             group: "events.k8s.io",
             versions: vec![("v1", events::resources())],
+        },
+        GroupDef {
+            group: "authentication.k8s.io",
+            versions: vec![("v1", authentication::resources())],
         },
         GroupDef {
             group: "autoscaling",
@@ -211,7 +217,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(seen.len(), 51);
+        assert_eq!(seen.len(), 53);
     }
 
     #[test]

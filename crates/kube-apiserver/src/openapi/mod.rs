@@ -83,12 +83,24 @@ impl ResourceSpec {
         )
     }
 
+    /// Whether the resource serves only `create` on its collection (the review kinds, which
+    /// are never stored): one POST path, no list type.
+    pub fn create_only(&self) -> bool {
+        CREATE_ONLY.contains(&(self.group.as_str(), self.resource.as_str()))
+    }
+
     /// The group-version path of the v3 document (`api/v1`, `apis/apps/v1`).
     #[cfg(test)]
     pub fn gv_path(&self) -> String {
         gv_path(&self.group, &self.version)
     }
 }
+
+/// The `(group, resource)`s that only serve `create` on their collection.
+const CREATE_ONLY: &[(&str, &str)] = &[
+    ("authentication.k8s.io", "selfsubjectreviews"),
+    ("authentication.k8s.io", "tokenreviews"),
+];
 
 /// `api/v1` for the core group, `apis/<group>/<version>` otherwise.
 pub fn gv_path(group: &str, version: &str) -> String {
@@ -564,6 +576,19 @@ fn definitions(
             if required.is_empty() {
                 def.as_object_mut().map(|o| o.remove("required"));
             }
+        }
+        if r.subresources.iter().any(|s| s == "token")
+            && let Some(token_request) = defs.get_mut(types::TOKEN_REQUEST)
+        {
+            extensions::add_group_version_kind(
+                token_request,
+                "authentication.k8s.io",
+                "v1",
+                "TokenRequest",
+            );
+        }
+        if r.create_only() {
+            continue;
         }
         let list_name = format!("{}List", r.definition_name);
         let list = defs

@@ -6,7 +6,9 @@
 use serde_json::{Map, Value, json};
 
 use super::ResourceSpec;
-use super::types::{API_RESOURCE_LIST, DELETE_OPTIONS, Flavour, PATCH, SCALE, STATUS, WATCH_EVENT};
+use super::types::{
+    API_RESOURCE_LIST, DELETE_OPTIONS, Flavour, PATCH, SCALE, STATUS, TOKEN_REQUEST, WATCH_EVENT,
+};
 
 /// The media types every object-returning operation produces.
 const PRODUCES: &[&str] = &[
@@ -445,6 +447,33 @@ pub fn resource_paths(flavour: Flavour, r: &ResourceSpec) -> Vec<(String, Value)
         ops
     };
 
+    let create = Op {
+        method: "post",
+        action: "post",
+        id: format!("create{gv}{ns}{kind}"),
+        description: format!("create a {kind}"),
+        query: WRITE_PARAMS,
+        body: None,
+        responses: vec![
+            own("200", "OK"),
+            own("201", "Created"),
+            own("202", "Accepted"),
+        ],
+        produces: PRODUCES,
+        gvk: kind_gvk.clone(),
+    };
+    if r.create_only() {
+        out.push(path_item(
+            flavour,
+            &tag,
+            def,
+            collection,
+            scope_params,
+            &pretty,
+            vec![create],
+        ));
+        return out;
+    }
     // The collection: list, create, deletecollection.
     let collection_ops = vec![
         Op {
@@ -458,21 +487,7 @@ pub fn resource_paths(flavour: Flavour, r: &ResourceSpec) -> Vec<(String, Value)
             produces: PRODUCES_STREAM,
             gvk: kind_gvk.clone(),
         },
-        Op {
-            method: "post",
-            action: "post",
-            id: format!("create{gv}{ns}{kind}"),
-            description: format!("create a {kind}"),
-            query: WRITE_PARAMS,
-            body: None,
-            responses: vec![
-                own("200", "OK"),
-                own("201", "Created"),
-                own("202", "Accepted"),
-            ],
-            produces: PRODUCES,
-            gvk: kind_gvk.clone(),
-        },
+        create,
         Op {
             method: "delete",
             action: "deletecollection",
@@ -509,6 +524,39 @@ pub fn resource_paths(flavour: Flavour, r: &ResourceSpec) -> Vec<(String, Value)
     ));
 
     for sub in &r.subresources {
+        if sub == "token" {
+            // `serviceaccounts/{name}/token`: create a TokenRequest.
+            let token_gvk = gvk("authentication.k8s.io", "v1", "TokenRequest");
+            let token_resp = |code: &'static str, desc: &'static str| {
+                (code, desc, Some(TOKEN_REQUEST.to_owned()))
+            };
+            let mut params = vec![path_param(flavour, "name", "name of the TokenRequest")];
+            params.extend(scope_params.iter().cloned());
+            out.push(path_item(
+                flavour,
+                &tag,
+                TOKEN_REQUEST,
+                format!("{collection}/{{name}}/token"),
+                params,
+                &pretty,
+                vec![Op {
+                    method: "post",
+                    action: "post",
+                    id: format!("create{gv}{ns}{kind}Token"),
+                    description: format!("create token of a {kind}"),
+                    query: WRITE_PARAMS,
+                    body: None,
+                    responses: vec![
+                        token_resp("200", "OK"),
+                        token_resp("201", "Created"),
+                        token_resp("202", "Accepted"),
+                    ],
+                    produces: PRODUCES,
+                    gvk: token_gvk,
+                }],
+            ));
+            continue;
+        }
         let (suffix, op_def, op_gvk) = match sub.as_str() {
             "status" => ("Status", def.to_owned(), kind_gvk.clone()),
             "approval" => ("Approval", def.to_owned(), kind_gvk.clone()),

@@ -7,8 +7,8 @@
 //! (`io.k8s.api.core.v1.ConfigMap`, `io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`, …).
 
 use k8s_openapi::api::{
-    apps, autoscaling, batch, certificates, coordination, core, discovery, events, networking,
-    node, policy, rbac, resource, scheduling, storage,
+    apps, authentication, autoscaling, batch, certificates, coordination, core, discovery, events,
+    networking, node, policy, rbac, resource, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta;
@@ -126,7 +126,13 @@ builtin_kinds! {
         => apiextensions::v1::CustomResourceDefinition,
     ("apiregistration.k8s.io", "v1", "APIService") => apiregistration::v1::APIService,
     ("autoscaling", "v1", "Scale") => autoscaling::v1::Scale,
+    ("authentication.k8s.io", "v1", "TokenReview") => authentication::v1::TokenReview,
+    ("authentication.k8s.io", "v1", "SelfSubjectReview") => authentication::v1::SelfSubjectReview,
+    ("authentication.k8s.io", "v1", "TokenRequest") => authentication::v1::TokenRequest,
 }
+
+/// `io.k8s.api.authentication.v1.TokenRequest`, the body of `serviceaccounts/token`.
+pub const TOKEN_REQUEST: &str = "io.k8s.api.authentication.v1.TokenRequest";
 
 /// `io.k8s.apimachinery.pkg.apis.meta.v1.Status`.
 pub const STATUS: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
@@ -173,6 +179,9 @@ pub fn group_version_definitions(
     definitions_with(flavour, |generator| {
         register_group_version_kinds(generator, group, version);
         generator.subschema_for::<autoscaling::v1::Scale>();
+        if group.is_empty() {
+            generator.subschema_for::<authentication::v1::TokenRequest>();
+        }
     })
 }
 

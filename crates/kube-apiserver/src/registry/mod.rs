@@ -1,8 +1,10 @@
 //! Resource storages that wrap the generic store with upstream's per-resource REST
 //! behaviour: namespace lifecycle, the scale subresource, service cluster IPs, the pod
 //! subresources (binding, eviction, log, exec/attach/portforward, ephemeral containers),
-//! component statuses, certificate signing requests and version conversion.
+//! component statuses, certificate signing requests, version conversion, the service-account
+//! token subresource and authentication's reviews.
 
+pub mod authentication;
 pub mod binding;
 pub mod componentstatus;
 pub mod converted;
@@ -12,3 +14,4 @@ pub mod namespace;
 pub mod pod;
 pub mod scale;
 pub mod service;
+pub mod serviceaccount_token;

@@ -45,6 +45,7 @@ pub fn serviceaccounts() -> ResourceDef {
             },
         ),
     )
+    .with(&["token"])
 }
 
 /// The endpoints resource.

@@ -10,7 +10,7 @@ pub mod modes;
 pub mod path;
 pub mod union;
 
-pub use modes::{AuthorizationMode, build_authorizer};
+pub use modes::{AuthorizationMode, build_authorizer, build_authorizer_with};
 
 /// What a request wants to do (`authorizer.AttributesRecord`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -107,7 +107,8 @@ impl AuthzError {
 pub type AuthorizeResult = (Decision, String, Option<AuthzError>);
 
 /// Authorizes requests (`authorizer.Authorizer`).
+#[async_trait::async_trait]
 pub trait Authorizer: Send + Sync {
     /// Decides on `attrs`.
-    fn authorize(&self, attrs: &Attributes) -> AuthorizeResult;
+    async fn authorize(&self, attrs: &Attributes) -> AuthorizeResult;
 }

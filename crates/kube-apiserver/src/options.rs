@@ -587,10 +587,15 @@ impl Options {
                     "service-account-issuer {issuer:?} contained a ':' but was not a valid URL: parse {issuer:?}: missing protocol scheme"
                 ));
             } else if !seen.insert(issuer) {
-                errors.push(format!("service-account-issuer {issuer:?} is already specified"));
+                errors.push(format!(
+                    "service-account-issuer {issuer:?} is already specified"
+                ));
             }
         }
-        if let Some(uri) = self.service_account_jwks_uri.as_deref().filter(|u| !u.is_empty())
+        if let Some(uri) = self
+            .service_account_jwks_uri
+            .as_deref()
+            .filter(|u| !u.is_empty())
             && !uri.starts_with("https://")
         {
             errors.push(format!(
@@ -754,7 +759,10 @@ mod tests {
                 "--insecure-allow-remote",
             ),
             (
-                &["--service-account-issuer=https://a", "--service-account-issuer=https://a"],
+                &[
+                    "--service-account-issuer=https://a",
+                    "--service-account-issuer=https://a",
+                ],
                 "service-account-issuer \"https://a\" is already specified",
             ),
             (

@@ -35,9 +35,11 @@ use crate::auth::{self, AuthDeps};
 use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
 use crate::frontproxy;
 use crate::informers::SharedInformers;
-use crate::install::install_builtin_apis;
+use crate::install::{AuthenticationSetup, install_builtin_apis};
 use crate::options::Options;
+use crate::registry::authentication::AuthenticatorCell;
 use crate::registry::service::ServiceRange;
+use crate::serviceaccount::{ServiceAccountConfig, ServiceAccountFlags, openid};
 
 /// The Kubernetes version this server speaks.
 pub const KUBERNETES_VERSION: &str = "v1.35.0";
@@ -294,6 +296,42 @@ impl apiextensions::OpenApiPublisher for ThenResyncAggregator {
 /// How often remote APIServices are re-checked besides on changes (upstream: 30 s).
 const AGGREGATOR_RESYNC: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// The `--service-account-*` and `--api-audiences` settings, the signing key generated in
+/// the certificate directory when none is given.
+fn service_accounts(opts: &Options) -> Result<ServiceAccountConfig, StartError> {
+    let cert_dir = opts
+        .cert_dir
+        .clone()
+        .unwrap_or_else(|| opts.data_dir().join("pki"));
+    let flags = ServiceAccountFlags {
+        issuers: opts.service_account_issuer.clone(),
+        key_files: opts.service_account_key_file.clone(),
+        signing_key_file: opts.service_account_signing_key_file.clone(),
+        api_audiences: opts.api_audiences.clone(),
+        max_expiration: opts.service_account_max_token_expiration.get(),
+        extend_expiration: opts.service_account_extend_token_expiration,
+        lookup: opts.service_account_lookup,
+        jwks_uri: opts.service_account_jwks_uri.clone(),
+    };
+    ServiceAccountConfig::resolve(&flags, &cert_dir).map_err(|e| StartError::Setup(e.to_string()))
+}
+
+/// Serves the issuer's discovery documents on `mux`; when the issuer is not an https URL they
+/// are left out with upstream's log line.
+fn install_issuer_discovery(
+    mux: &apiserver::server::mux::PathRecorderMux,
+    sa: &ServiceAccountConfig,
+    addr: SocketAddr,
+) {
+    let jwks_uri = openid::jwks_uri(sa.jwks_uri.as_deref(), &openid::external_address(addr));
+    match openid::render(sa.issuer(), &jwks_uri, &sa.public_keys) {
+        Ok(metadata) => openid::install(mux, metadata),
+        Err(err) => tracing::info!(
+            "Could not construct pre-rendered responses for ServiceAccountIssuerDiscovery endpoints. Endpoints will not be enabled. Error: {err}"
+        ),
+    }
+}
+
 /// Builds the server from `opts` and runs it until `stop`.
 pub async fn run(
     opts: Options,
@@ -316,6 +354,7 @@ pub async fn run(
     .await
     .map_err(setup("opening storage"))?;
     let certs = certificates(&opts)?;
+    let service_accounts = Arc::new(service_accounts(&opts)?);
     let mut opts = opts;
     let no_front_proxy_flags = opts.requestheader_client_ca_file.is_none()
         && opts.proxy_client_cert_file.is_none()
@@ -415,6 +454,7 @@ pub async fn run(
         log_max_size: opts.audit_log_maxsize,
     })
     .map_err(setup("audit"))?;
+    config.api_audiences = service_accounts.api_audiences.clone();
     config.cors_allowed_origins = opts.cors_allowed_origins.clone();
     config.hsts_directives = opts.strict_transport_security_directives.clone();
     config.max_requests_in_flight = usize::try_from(opts.max_requests_inflight).unwrap_or(0);
@@ -466,13 +506,20 @@ pub async fn run(
     }));
     let service_range = ServiceRange::parse(&opts.service_cluster_ip_range)
         .map_err(|e| StartError::Setup(format!("--service-cluster-ip-range: {e}")))?;
+    let authenticator_cell = AuthenticatorCell::default();
     let (stores, (openapi_service, openapi_v2)) = install_builtin_apis(
         &server,
         backend.storage.clone(),
         &backend.prefix,
         service_range,
+        &AuthenticationSetup {
+            token_issuer: Arc::new(service_accounts.token_issuer()),
+            authenticator: authenticator_cell.clone(),
+            api_audiences: service_accounts.api_audiences.clone(),
+        },
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
+    install_issuer_discovery(&server.handler().non_api_mux, &service_accounts, addr);
     server
         .add_post_start_hook(
             "start-system-namespaces-controller",
@@ -509,11 +556,16 @@ pub async fn run(
         opts: &opts,
         informers: SharedInformers::new(stores.clone(), informers_stop.clone()),
         stop: informers_stop.clone(),
+        service_accounts: service_accounts.clone(),
     };
     authn_options.token_authenticators =
         auth::authenticator::token_authenticators(&deps).map_err(StartError::Setup)?;
     config.authenticator =
         build_authenticator(&authn_options).map_err(setup("--token-auth-file"))?;
+    if let Some(authenticator) = &config.authenticator {
+        // TokenReview runs the server's own authenticator.
+        let _ = authenticator_cell.set(authenticator.clone());
+    }
     config.authorizer =
         Some(auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?);
     let probes = CancellationToken::new();

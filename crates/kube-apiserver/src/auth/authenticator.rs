@@ -14,7 +14,7 @@ use super::AuthDeps;
 pub fn token_authenticators(
     deps: &AuthDeps<'_>,
 ) -> Result<Vec<Arc<dyn TokenAuthenticator>>, String> {
-    let _ = deps;
-    let authenticators: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
+    let mut authenticators: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
+    authenticators.extend(super::serviceaccounts::token_authenticators(deps)?);
     Ok(authenticators)
 }

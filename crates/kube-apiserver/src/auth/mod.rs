@@ -5,11 +5,16 @@
 
 pub mod authenticator;
 pub mod authorizer;
+pub mod bootstrap_token;
+pub mod serviceaccounts;
+
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::informers::SharedInformers;
 use crate::options::Options;
+use crate::serviceaccount::ServiceAccountConfig;
 
 /// What the authenticators and authorizers that read API objects are built from.
 // Read by the authenticators and authorizers of issue 9 as they land.
@@ -22,4 +27,6 @@ pub struct AuthDeps<'a> {
     pub informers: SharedInformers,
     /// Fires when the server stops; background work (reloads, refreshes) ends then.
     pub stop: CancellationToken,
+    /// The resolved `--service-account-*` settings, with the API audiences.
+    pub service_accounts: Arc<ServiceAccountConfig>,
 }

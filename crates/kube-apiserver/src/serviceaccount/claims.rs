@@ -153,6 +153,8 @@ pub fn bound_claims(spec: &TokenSpec, issuer: &str, now: i64, jti: &str) -> Valu
 }
 
 /// The claims of a legacy secret-based token (upstream `LegacyClaims`), issuer included.
+/// No controller here creates such secrets; tests sign these claims as one would.
+#[cfg(test)]
 pub fn legacy_claims(namespace: &str, service_account: &ObjectRef, secret_name: &str) -> Value {
     json!({
         "iss": LEGACY_ISSUER,

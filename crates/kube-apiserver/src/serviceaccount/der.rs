@@ -42,13 +42,9 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether everything was read.
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.rest.is_empty()
-    }
-
-    /// The next TLV's tag without consuming it.
-    pub fn peek_tag(&self) -> Option<u8> {
-        self.rest.first().copied()
     }
 
     /// The next TLV as `(tag, contents)`; `None` when the input is not DER.

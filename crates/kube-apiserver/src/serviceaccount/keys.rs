@@ -366,11 +366,10 @@ fn signing_key(kind: SectionKind, der_bytes: &[u8]) -> Result<SigningKey, KeyErr
 fn rsa_signing_key(
     pair: Result<RsaKeyPair, ring::error::KeyRejected>,
 ) -> Result<SigningKey, KeyError> {
-    let pair = pair.map_err(|e| match e.description_() {
-        "TooSmall" | "TooLarge" => KeyError::Unsupported(format!(
-            "RSA keys must have 2048 to 8192 bits ({})",
-            e.description_()
-        )),
+    let pair = pair.map_err(|e| match e.to_string().as_str() {
+        reason @ ("TooSmall" | "TooLarge") => {
+            KeyError::Unsupported(format!("RSA keys must have 2048 to 8192 bits ({reason})"))
+        }
         _ => KeyError::NoPrivateKey,
     })?;
     let components = signature::RsaPublicKeyComponents::<Vec<u8>>::from(pair.public());
@@ -414,7 +413,7 @@ fn ec_signing_key(der_bytes: &[u8], curve: Option<&[u8]>) -> Result<SigningKey, 
     let point = point.ok_or_else(|| {
         KeyError::Unsupported("EC private keys must include their public key".into())
     })?;
-    let (signing, size) = match alg {
+    let (signing, size): (_, usize) = match alg {
         Algorithm::ES384 => (&signature::ECDSA_P384_SHA384_FIXED_SIGNING, 48),
         _ => (&signature::ECDSA_P256_SHA256_FIXED_SIGNING, 32),
     };

@@ -4982,6 +4982,110 @@ static CORE_V1_HTTP_HEADER: Message = Message {
 /// `metav1.DeleteOptions` (sent with the apiVersion of whichever client sends it).
 pub(super) static DELETE_OPTIONS: &Message = &META_V1_DELETE_OPTIONS;
 
+static AUTHENTICATION_V1_TOKEN_REQUEST: Message = Message {
+    name: "TokenRequest",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        keep(
+            2,
+            "spec",
+            Ty::Message(&AUTHENTICATION_V1_TOKEN_REQUEST_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTHENTICATION_V1_TOKEN_REQUEST_STATUS),
+        ),
+    ],
+};
+
+static AUTHENTICATION_V1_TOKEN_REQUEST_SPEC: Message = Message {
+    name: "TokenRequestSpec",
+    fields: &[
+        rep(1, "audiences", Str),
+        ptr(
+            3,
+            "boundObjectRef",
+            Ty::Message(&AUTHENTICATION_V1_BOUND_OBJECT_REFERENCE),
+        ),
+        ptr(4, "expirationSeconds", Int),
+    ],
+};
+
+static AUTHENTICATION_V1_BOUND_OBJECT_REFERENCE: Message = Message {
+    name: "BoundObjectReference",
+    fields: &[
+        val(1, "kind", Str),
+        val(2, "apiVersion", Str),
+        val(3, "name", Str),
+        val(4, "uid", Str),
+    ],
+};
+
+static AUTHENTICATION_V1_TOKEN_REQUEST_STATUS: Message = Message {
+    name: "TokenRequestStatus",
+    fields: &[keep(1, "token", Str), keep(2, "expirationTimestamp", Time)],
+};
+
+static AUTHENTICATION_V1_TOKEN_REVIEW: Message = Message {
+    name: "TokenReview",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        keep(2, "spec", Ty::Message(&AUTHENTICATION_V1_TOKEN_REVIEW_SPEC)),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTHENTICATION_V1_TOKEN_REVIEW_STATUS),
+        ),
+    ],
+};
+
+static AUTHENTICATION_V1_TOKEN_REVIEW_SPEC: Message = Message {
+    name: "TokenReviewSpec",
+    fields: &[val(1, "token", Str), rep(2, "audiences", Str)],
+};
+
+static AUTHENTICATION_V1_TOKEN_REVIEW_STATUS: Message = Message {
+    name: "TokenReviewStatus",
+    fields: &[
+        val(1, "authenticated", Bool),
+        val(2, "user", Ty::Message(&AUTHENTICATION_V1_USER_INFO)),
+        val(3, "error", Str),
+        rep(4, "audiences", Str),
+    ],
+};
+
+static AUTHENTICATION_V1_USER_INFO: Message = Message {
+    name: "UserInfo",
+    fields: &[
+        val(1, "username", Str),
+        val(2, "uid", Str),
+        rep(3, "groups", Str),
+        map(4, "extra", &StringList),
+    ],
+};
+
+static AUTHENTICATION_V1_SELF_SUBJECT_REVIEW: Message = Message {
+    name: "SelfSubjectReview",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "status",
+            Ty::Message(&AUTHENTICATION_V1_SELF_SUBJECT_REVIEW_STATUS),
+        ),
+    ],
+};
+
+static AUTHENTICATION_V1_SELF_SUBJECT_REVIEW_STATUS: Message = Message {
+    name: "SelfSubjectReviewStatus",
+    fields: &[val(
+        1,
+        "userInfo",
+        Ty::Message(&AUTHENTICATION_V1_USER_INFO),
+    )],
+};
+
 /// `metav1.Status` (responses).
 pub(super) static STATUS: &Message = &META_V1_STATUS;
 
@@ -4994,6 +5098,21 @@ pub(super) static OBJECT_META: &Message = &META_V1_OBJECT_META;
 /// The kinds whose bodies are decoded: `(apiVersion, kind, message)`.
 pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("v1", "ConfigMap", &CORE_V1_CONFIG_MAP),
+    (
+        "authentication.k8s.io/v1",
+        "TokenRequest",
+        &AUTHENTICATION_V1_TOKEN_REQUEST,
+    ),
+    (
+        "authentication.k8s.io/v1",
+        "TokenReview",
+        &AUTHENTICATION_V1_TOKEN_REVIEW,
+    ),
+    (
+        "authentication.k8s.io/v1",
+        "SelfSubjectReview",
+        &AUTHENTICATION_V1_SELF_SUBJECT_REVIEW,
+    ),
     ("v1", "Secret", &CORE_V1_SECRET),
     ("v1", "Namespace", &CORE_V1_NAMESPACE),
     ("v1", "ServiceAccount", &CORE_V1_SERVICE_ACCOUNT),

@@ -1045,6 +1045,7 @@ fn check_names(value: &serde_json::Value, debug: &str, path: &str, errors: &mut 
         "cluster_i_ps" => "cluster_ips".to_string(),
         "external_i_ps" => "external_ips".to_string(),
         "api_group" => "a_pi_group".to_string(),
+        "uid" => "u_id".to_string(),
         other => other.to_string(),
     };
     let found = |field: &str, rest: &str| {
@@ -1172,14 +1173,29 @@ fn every_kind_fully_populated_matches_prost() {
         storage::v1 as storage,
     };
     use k8s_pb::api::{
-        autoscaling::v2 as autoscaling2, certificates::v1 as certs, node::v1 as node,
-        resource::v1 as dra,
+        authentication::v1 as authn, autoscaling::v2 as autoscaling2, certificates::v1 as certs,
+        node::v1 as node, resource::v1 as dra,
     };
     use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
     type Check = fn(&str, &str) -> Vec<String>;
     let checks: &[(&str, &str, Check)] = &[
         ("v1", "ConfigMap", check_against_prost::<core::ConfigMap>),
+        (
+            "authentication.k8s.io/v1",
+            "TokenRequest",
+            check_against_prost::<authn::TokenRequest>,
+        ),
+        (
+            "authentication.k8s.io/v1",
+            "TokenReview",
+            check_against_prost::<authn::TokenReview>,
+        ),
+        (
+            "authentication.k8s.io/v1",
+            "SelfSubjectReview",
+            check_against_prost::<authn::SelfSubjectReview>,
+        ),
         ("v1", "Secret", check_against_prost::<core::Secret>),
         ("v1", "Namespace", check_against_prost::<core::Namespace>),
         (

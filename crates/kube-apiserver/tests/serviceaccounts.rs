@@ -599,3 +599,67 @@ async fn bad_service_account_flags_stop_start_up_with_upstreams_messages() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn discovery_and_openapi_show_the_authentication_group_and_the_token_subresource() {
+    let mut server = ApiServer::start(&[]).await;
+    assert_eq!(
+        admin(&server, &["get", "--raw", "/apis/authentication.k8s.io/v1"])
+            .await
+            .trim_end(),
+        r#"{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"authentication.k8s.io/v1","resources":[{"name":"selfsubjectreviews","singularName":"selfsubjectreview","namespaced":false,"kind":"SelfSubjectReview","verbs":["create"]},{"name":"tokenreviews","singularName":"tokenreview","namespaced":false,"kind":"TokenReview","verbs":["create"]}]}"#
+    );
+    let core: Value =
+        serde_json::from_str(&admin(&server, &["get", "--raw", "/api/v1"]).await).unwrap();
+    let token = core["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "serviceaccounts/token")
+        .expect("serviceaccounts/token");
+    assert_eq!(
+        token,
+        &json!({"name": "serviceaccounts/token", "singularName": "", "namespaced": true,
+                "group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest",
+                "verbs": ["create"]})
+    );
+
+    let v3: Value =
+        serde_json::from_str(&admin(&server, &["get", "--raw", "/openapi/v3/api/v1"]).await)
+            .unwrap();
+    let post = &v3["paths"]["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"]["post"];
+    assert_eq!(
+        post["operationId"],
+        "createCoreV1NamespacedServiceAccountToken"
+    );
+    assert_eq!(
+        post["x-kubernetes-group-version-kind"],
+        json!({"group": "authentication.k8s.io", "kind": "TokenRequest", "version": "v1"})
+    );
+    let v3: Value = serde_json::from_str(
+        &admin(
+            &server,
+            &["get", "--raw", "/openapi/v3/apis/authentication.k8s.io/v1"],
+        )
+        .await,
+    )
+    .unwrap();
+    let paths: Vec<&String> = v3["paths"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        paths,
+        vec![
+            "/apis/authentication.k8s.io/v1/",
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+        ]
+    );
+    let review = &v3["paths"]["/apis/authentication.k8s.io/v1/tokenreviews"];
+    assert_eq!(
+        review["post"]["operationId"],
+        "createAuthenticationV1TokenReview"
+    );
+    assert!(review.get("get").is_none());
+    let explained = admin(&server, &["explain", "tokenreviews.status.user"]).await;
+    assert!(explained.contains("FIELD: user <UserInfo>"), "{explained}");
+    server.stop().await;
+}

@@ -189,7 +189,8 @@ fn method_not_allowed() -> ApiError {
 }
 
 /// The discovery entry of one installed resource path (verbs sorted; `singularName`,
-/// `shortNames`, `categories` and `storageVersionHash` only for top-level resources).
+/// `shortNames` and `categories` only for top-level resources, `storageVersionHash` only for
+/// stored top-level ones).
 /// `group`/`version` are set when the kind lives elsewhere than the served `served_group`/
 /// `served_version` (e.g. `autoscaling/v1 Scale` under `apps/v1`).
 pub fn api_resource(
@@ -239,7 +240,7 @@ pub fn api_resource(
         } else {
             Vec::new()
         },
-        storage_version_hash: if top_level {
+        storage_version_hash: if top_level && storage.is_stored() {
             storage_version_hash(&info.group, &info.version, &info.kind)
         } else {
             String::new()

@@ -310,6 +310,13 @@ pub trait RestStorage: Send + Sync {
     fn strategy(&self) -> Option<&dyn super::Strategy> {
         None
     }
+
+    /// Whether the resource's objects are stored (upstream `rest.StorageVersionProvider`):
+    /// discovery gives a `storageVersionHash` only then. Reviews that are computed and
+    /// answered, never kept, say no.
+    fn is_stored(&self) -> bool {
+        true
+    }
 }
 
 /// A storage that wraps another and changes only some of its calls, as upstream's registry
@@ -429,6 +436,11 @@ pub trait WrappingStorage: Send + Sync {
     fn strategy(&self) -> Option<&dyn super::Strategy> {
         self.inner().strategy()
     }
+
+    /// [`RestStorage::is_stored`].
+    fn is_stored(&self) -> bool {
+        self.inner().is_stored()
+    }
 }
 
 impl<T: WrappingStorage> RestStorage for T {
@@ -514,6 +526,10 @@ impl<T: WrappingStorage> RestStorage for T {
     }
     fn strategy(&self) -> Option<&dyn super::Strategy> {
         WrappingStorage::strategy(self)
+    }
+
+    fn is_stored(&self) -> bool {
+        WrappingStorage::is_stored(self)
     }
 }
 

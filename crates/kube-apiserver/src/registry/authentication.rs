@@ -139,6 +139,10 @@ impl RestStorage for TokenReviewStorage {
         self.strategy.info()
     }
 
+    fn is_stored(&self) -> bool {
+        false
+    }
+
     fn verbs(&self) -> Vec<&'static str> {
         vec!["create"]
     }
@@ -168,6 +172,10 @@ impl SelfSubjectReviewStorage {
 impl RestStorage for SelfSubjectReviewStorage {
     fn info(&self) -> &ResourceInfo {
         self.strategy.info()
+    }
+
+    fn is_stored(&self) -> bool {
+        false
     }
 
     fn verbs(&self) -> Vec<&'static str> {

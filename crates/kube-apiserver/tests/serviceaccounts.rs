@@ -663,3 +663,152 @@ async fn discovery_and_openapi_show_the_authentication_group_and_the_token_subre
     assert!(explained.contains("FIELD: user <UserInfo>"), "{explained}");
     server.stop().await;
 }
+
+/// POSTs a TokenRequest for `sa` as the admin; returns the status code, the `Warning` header
+/// and the body.
+async fn token_request(server: &ApiServer, sa: &str, spec: Value) -> (u16, String, Value) {
+    let client = server.admin_client();
+    let reply = client
+        .send(
+            Proto::H1,
+            client.request(
+                http::Method::POST,
+                &format!("/api/v1/namespaces/default/serviceaccounts/{sa}/token"),
+                &json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec})
+                    .to_string(),
+            ),
+        )
+        .await
+        .unwrap();
+    let warning = reply
+        .headers
+        .get("warning")
+        .map(|w| w.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (
+        reply.status.as_u16(),
+        warning,
+        serde_json::from_str(&reply.body).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn token_requests_bind_nodes_and_secrets_extend_admission_pod_tokens_and_obey_the_maximum() {
+    let mut server = ApiServer::start(&["--service-account-max-token-expiration=2h"]).await;
+    admin(&server, &["create", "serviceaccount", "agent"]).await;
+    admin_apply(
+        &server,
+        "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n",
+        &["create"],
+    )
+    .await;
+    admin(
+        &server,
+        &["create", "secret", "generic", "s1", "--from-literal=a=b"],
+    )
+    .await;
+    let node_uid = admin(
+        &server,
+        &["get", "node", "n1", "-o", "jsonpath={.metadata.uid}"],
+    )
+    .await;
+
+    let token = create_token(
+        &server,
+        &[
+            "agent",
+            "--bound-object-kind=Node",
+            "--bound-object-name=n1",
+        ],
+    )
+    .await;
+    let user = whoami(&server, &token).await;
+    assert_eq!(
+        user["extra"]["authentication.kubernetes.io/node-name"],
+        json!(["n1"])
+    );
+    assert_eq!(
+        user["extra"]["authentication.kubernetes.io/node-uid"],
+        json!([node_uid])
+    );
+    let token = create_token(
+        &server,
+        &[
+            "agent",
+            "--bound-object-kind=Secret",
+            "--bound-object-name=s1",
+        ],
+    )
+    .await;
+    assert_eq!(claims_of(&token)["kubernetes.io"]["secret"]["name"], "s1");
+    assert_eq!(get_with_token(&server, &token).await.0, 200);
+    admin(&server, &["delete", "secret", "s1"]).await;
+    eventually("the secret-bound token is refused", || async {
+        (get_with_token(&server, &token).await.0 == 401).then_some(())
+    })
+    .await;
+
+    // Longer than --service-account-max-token-expiration: shortened, with upstream's warning.
+    let (code, warning, body) =
+        token_request(&server, "agent", json!({"expirationSeconds": 10800})).await;
+    assert_eq!(code, 201, "{body}");
+    assert_eq!(
+        warning,
+        r#"299 - "requested expiration of 10800 seconds shortened to 7200 seconds""#
+    );
+    assert_eq!(body["spec"]["expirationSeconds"], 7200);
+    let claims = claims_of(body["status"]["token"].as_str().unwrap());
+    assert_eq!(
+        claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
+        7200
+    );
+
+    // The service-account admission plugin's 3607 s pod tokens are valid for a year and warn
+    // after the requested hour.
+    admin_apply(
+        &server,
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p1}\nspec:\n  serviceAccountName: agent\n  nodeName: n1\n  containers: [{name: c, image: busybox}]\n",
+        &["create"],
+    )
+    .await;
+    let (code, _, body) = token_request(
+        &server,
+        "agent",
+        json!({"expirationSeconds": 3607, "boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "p1"}}),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    let claims = claims_of(body["status"]["token"].as_str().unwrap());
+    let iat = claims["iat"].as_i64().unwrap();
+    assert_eq!(claims["exp"].as_i64().unwrap() - iat, 365 * 24 * 3600);
+    assert_eq!(
+        claims["kubernetes.io"]["warnafter"].as_i64().unwrap() - iat,
+        3607
+    );
+    // The pod's node rides along.
+    assert_eq!(claims["kubernetes.io"]["node"]["name"], "n1");
+    assert_eq!(claims["kubernetes.io"]["pod"]["name"], "p1");
+
+    // Too short, or bound to a kind tokens cannot be bound to.
+    let (code, _, body) = token_request(&server, "agent", json!({"expirationSeconds": 60})).await;
+    assert_eq!(code, 422, "{body}");
+    assert_eq!(
+        body["message"],
+        "TokenRequest.authentication.k8s.io \"\" is invalid: spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"
+    );
+    let (code, _, body) = token_request(
+        &server,
+        "agent",
+        json!({"boundObjectRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}}),
+    )
+    .await;
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        body["message"],
+        "cannot bind token for serviceaccount \"agent\" to object of type apps/v1, Kind=Deployment."
+    );
+    let (code, _, body) = token_request(&server, "nobody", json!({})).await;
+    assert_eq!(code, 404, "{body}");
+    assert_eq!(body["message"], "serviceaccounts \"nobody\" not found");
+    server.stop().await;
+}

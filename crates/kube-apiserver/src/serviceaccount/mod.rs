@@ -112,8 +112,9 @@ pub fn ensure_generated_key(cert_dir: &Path) -> Result<PathBuf, ConfigError> {
 impl ServiceAccountConfig {
     /// Resolves the flags: the signing key is `--service-account-signing-key-file` or the
     /// key generated in `cert_dir`; the verification keys are those of
-    /// `--service-account-key-file`, or the signing key's when none is given; the issuer
-    /// defaults to [`DEFAULT_ISSUER`] and the API audiences to the issuers.
+    /// `--service-account-key-file`, plus the signing key's when none is given or the key was
+    /// generated; the issuer defaults to [`DEFAULT_ISSUER`] and the API audiences to the
+    /// issuers.
     pub fn resolve(flags: &ServiceAccountFlags, cert_dir: &Path) -> Result<Self, ConfigError> {
         let signing_path = match &flags.signing_key_file {
             Some(path) => path.clone(),
@@ -134,7 +135,11 @@ impl ServiceAccountConfig {
             })?;
             public_keys.extend(keys);
         }
-        if public_keys.is_empty() {
+        // The generated key always verifies what it signs; a configured signing key's public
+        // half must be among the key files, as upstream requires.
+        let generated = flags.signing_key_file.is_none();
+        if (public_keys.is_empty() || generated) && !public_keys.contains(signing_key.public_key())
+        {
             public_keys.push(signing_key.public_key().clone());
         }
         let issuers = if flags.issuers.is_empty() {
@@ -228,6 +233,20 @@ mod tests {
         let again = ServiceAccountConfig::resolve(&ServiceAccountFlags::default(), &pki).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), first);
         assert_eq!(again.public_keys, config.public_keys);
+    }
+
+    #[test]
+    fn the_generated_key_verifies_besides_key_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("other.pem");
+        std::fs::write(&other, keys::testkeys::p384_pem()).unwrap();
+        let flags = ServiceAccountFlags {
+            key_files: vec![other],
+            ..Default::default()
+        };
+        let config = ServiceAccountConfig::resolve(&flags, dir.path()).unwrap();
+        assert_eq!(config.public_keys.len(), 2);
+        assert!(config.public_keys.contains(config.signing_key.public_key()));
     }
 
     #[test]

@@ -565,6 +565,42 @@ async fn legacy_secret_tokens_authenticate_while_their_secret_holds_them() {
         user["status"]["userInfo"]["username"],
         "system:serviceaccount:default:old"
     );
+    // The use is recorded on the secret, once a day.
+    let today = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+    eventually("the secret is labelled as used today", || async {
+        let label = admin(
+            &server,
+            &[
+                "get",
+                "secret",
+                "old-token",
+                "-o",
+                r"jsonpath={.metadata.labels.kubernetes\.io/legacy-token-last-used}",
+            ],
+        )
+        .await;
+        (label == today).then_some(())
+    })
+    .await;
+    // A secret the account lists is an auto-generated one: its users are warned.
+    admin(
+        &server,
+        &[
+            "patch",
+            "sa",
+            "old",
+            "-p",
+            r#"{"secrets":[{"name":"old-token"}]}"#,
+        ],
+    )
+    .await;
+    eventually("the auto-generated token's user is warned", || async {
+        let out = with_token(&server, &token, &["auth", "whoami"]).await;
+        out.stderr
+            .contains("Warning: Use tokens from the TokenRequest API or manually created secret-based tokens instead of auto-generated secret-based tokens.")
+            .then_some(())
+    })
+    .await;
     admin(&server, &["delete", "secret", "old-token"]).await;
     eventually("the token of the deleted secret is refused", || async {
         (get_with_token(&server, &token).await.0 == 401).then_some(())

@@ -6,14 +6,16 @@ use std::sync::Arc;
 
 use apiserver::authn::bearertoken::TokenAuthenticator;
 use apiserver::registry::informer::Informer;
-use apiserver::registry::rest::{GetOptions, RequestContext, RestStorage};
+use apiserver::registry::rest::{
+    GetOptions, RequestContext, RestStorage, UpdateFunc, UpdateOptions,
+};
 use apiserver::status::ApiError;
 use serde_json::Value;
 
 use super::AuthDeps;
 use super::bootstrap_token::{self, BootstrapTokenAuthenticator, SecretLister};
 use crate::serviceaccount::authenticator::ServiceAccountAuthenticator;
-use crate::serviceaccount::claims::{Kind, ObjectGetter};
+use crate::serviceaccount::claims::{Kind, LAST_USED_LABEL, ObjectGetter};
 
 /// One resource's informer and its store (for reads the cache cannot answer yet).
 struct Source {
@@ -76,6 +78,46 @@ impl ObjectGetter for InformerObjectGetter {
             .get(&ctx, name, &GetOptions::default())
             .await
             .map(Arc::new)
+    }
+
+    fn mark_legacy_token_used(&self, namespace: &str, name: &str, day: &str) {
+        let store = self.secrets.store.clone();
+        let ctx = RequestContext {
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+            ..Default::default()
+        };
+        let (name, day) = (name.to_string(), day.to_string());
+        tokio::spawn(async move {
+            let label = day.clone();
+            let update: UpdateFunc = Box::new(move |current: Option<&Value>| {
+                let mut secret = current
+                    .cloned()
+                    .ok_or_else(|| ApiError::not_found("", "secrets", ""))?;
+                let meta = secret
+                    .get_mut("metadata")
+                    .and_then(Value::as_object_mut)
+                    .ok_or_else(|| ApiError::internal("the secret has no metadata"))?;
+                let labels = meta
+                    .entry("labels")
+                    .or_insert_with(|| Value::Object(serde_json::Map::new()));
+                if !labels.is_object() {
+                    *labels = Value::Object(serde_json::Map::new());
+                }
+                if let Some(labels) = labels.as_object_mut() {
+                    labels.insert(LAST_USED_LABEL.into(), Value::String(label.clone()));
+                }
+                Ok(secret)
+            });
+            if let Err(err) = store
+                .update(&ctx, &name, update, &UpdateOptions::default(), false)
+                .await
+            {
+                tracing::error!(
+                    "Failed to label legacy service account token secret with last-used, err: {err}"
+                );
+            }
+        });
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use apiserver::authn::bearertoken::TokenAuthenticator;
 use apiserver::authn::{ApiAudiences, AuthError, AuthResponse};
+use apiserver::request::warning::add_warning;
 
 use super::claims::{self, LEGACY_ISSUER, ObjectGetter};
 use super::jws::{self, CRYPTO_ERROR};
@@ -134,6 +135,9 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
             }
         }
         .map_err(|e| AuthError::Other(e.0))?;
+        if info.auto_generated_secret {
+            add_warning(&req.extensions, "", claims::AUTO_GENERATED_WARNING);
+        }
         Ok(Some(AuthResponse {
             user: info.user_info(),
             audiences,

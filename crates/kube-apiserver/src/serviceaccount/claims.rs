@@ -21,6 +21,11 @@ pub const LEEWAY_SECONDS: i64 = 60;
 
 /// The label marking a legacy token secret invalid (upstream `InvalidSinceLabelKey`).
 pub const INVALID_SINCE_LABEL: &str = "kubernetes.io/legacy-token-invalid-since";
+/// The label recording the day a legacy token was last used (upstream `LastUsedLabelKey`).
+pub const LAST_USED_LABEL: &str = "kubernetes.io/legacy-token-last-used";
+/// The warning for a token of a secret the service account lists (one the token controller
+/// generated), as upstream's legacy-token tracking gives it.
+pub const AUTO_GENERATED_WARNING: &str = "Use tokens from the TokenRequest API or manually created secret-based tokens instead of auto-generated secret-based tokens.";
 
 /// Extra keys of a service-account user (`k8s.io/apiserver/pkg/authentication/serviceaccount`).
 pub mod extra {
@@ -194,6 +199,8 @@ pub struct ServiceAccountInfo {
     pub node: Option<ObjectRef>,
     /// `JTI=<jti>` when the token has an ID.
     pub credential_id: Option<String>,
+    /// A legacy token of a secret the service account lists (auto-generated).
+    pub auto_generated_secret: bool,
 }
 
 impl ServiceAccountInfo {
@@ -254,6 +261,36 @@ pub enum Kind {
 pub trait ObjectGetter: Send + Sync {
     /// The object, or the API error (404 `serviceaccounts "x" not found`) why not.
     async fn get(&self, kind: Kind, namespace: &str, name: &str) -> Result<Arc<Value>, ApiError>;
+
+    /// Records that the legacy token of secret `namespace/name` was used on `day`
+    /// (`YYYY-MM-DD`, UTC) in its [`LAST_USED_LABEL`]; best effort, in the background.
+    fn mark_legacy_token_used(&self, _namespace: &str, _name: &str, _day: &str) {}
+}
+
+/// Labels the secret as used today unless its label already says today or tomorrow (a
+/// clock ahead by a day), so each token's secret is written at most once a day.
+fn track_legacy_token_use(secret: &Value, namespace: &str, getter: &dyn ObjectGetter) {
+    let now = jiff::Timestamp::now();
+    let day = |t: jiff::Timestamp| t.strftime("%Y-%m-%d").to_string();
+    let today = day(now);
+    let tomorrow = now
+        .checked_add(jiff::SignedDuration::from_hours(24))
+        .map(day)
+        .unwrap_or_default();
+    let last_used = secret
+        .pointer(&format!(
+            "/metadata/labels/{}",
+            LAST_USED_LABEL.replace('/', "~1")
+        ))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if last_used != today && last_used != tomorrow {
+        let name = secret
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        getter.mark_legacy_token_used(namespace, name, &today);
+    }
 }
 
 /// Why a token's claims were refused; the text is what TokenReview reports.
@@ -411,6 +448,7 @@ pub async fn validate_bound(
         pod: pod_ref,
         node,
         credential_id: jti.map(|j| format!("JTI={j}")),
+        auto_generated_secret: false,
     })
 }
 
@@ -473,6 +511,7 @@ pub async fn validate_legacy(
             .and_then(Value::as_str)
             .is_some_and(|v| !v.is_empty())
         {
+            track_legacy_token_use(&secret, &namespace, getter);
             return Err(invalidated());
         }
         let stored = secret
@@ -504,6 +543,21 @@ pub async fn validate_legacy(
                 uid(&sa)
             )));
         }
+        let auto_generated = sa
+            .get("secrets")
+            .and_then(Value::as_array)
+            .is_some_and(|refs| {
+                refs.iter()
+                    .any(|r| r.get("name").and_then(Value::as_str) == Some(secret_name.as_str()))
+            });
+        track_legacy_token_use(&secret, &namespace, getter);
+        return Ok(ServiceAccountInfo {
+            namespace,
+            name: sa_name,
+            uid: sa_uid,
+            auto_generated_secret: auto_generated,
+            ..Default::default()
+        });
     }
     Ok(ServiceAccountInfo {
         namespace,
@@ -526,9 +580,12 @@ pub(crate) mod testing {
 
     use super::{Kind, ObjectGetter};
 
-    /// Objects by kind, namespace and name.
+    /// Objects by kind, namespace and name, and the legacy-token uses recorded.
     #[derive(Default)]
-    pub struct Objects(pub Mutex<BTreeMap<(String, String, String), Arc<Value>>>);
+    pub struct Objects(
+        pub Mutex<BTreeMap<(String, String, String), Arc<Value>>>,
+        pub Mutex<Vec<(String, String, String)>>,
+    );
 
     impl Objects {
         /// Adds an object.
@@ -571,6 +628,13 @@ pub(crate) mod testing {
                 .get(&(format!("{kind:?}"), namespace.to_string(), name.to_string()))
                 .cloned()
                 .ok_or_else(|| ApiError::not_found("", resource, name))
+        }
+
+        fn mark_legacy_token_used(&self, namespace: &str, name: &str, day: &str) {
+            self.1
+                .lock()
+                .unwrap()
+                .push((namespace.into(), name.into(), day.into()));
         }
     }
 }
@@ -804,12 +868,38 @@ mod tests {
             "Token does not match server's copy"
         );
         objects.put(Kind::Secret, "ns", secret("tok"));
-        let user = validate_legacy(&claims, "tok", true, &objects)
+        let info = validate_legacy(&claims, "tok", true, &objects)
             .await
-            .unwrap()
-            .user_info();
+            .unwrap();
+        assert!(!info.auto_generated_secret);
+        let user = info.user_info();
         assert_eq!(user.name, "system:serviceaccount:ns:sa");
         assert!(user.extra.is_empty());
+        // The use is recorded once for today.
+        let today = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
+        assert_eq!(
+            objects.1.lock().unwrap().clone(),
+            vec![("ns".to_string(), "sa-token".to_string(), today.clone())]
+        );
+        let mut labelled = secret("tok");
+        labelled["metadata"]["labels"] = json!({LAST_USED_LABEL: today});
+        objects.put(Kind::Secret, "ns", labelled);
+        validate_legacy(&claims, "tok", true, &objects)
+            .await
+            .unwrap();
+        assert_eq!(objects.1.lock().unwrap().len(), 1);
+        // A secret the account lists was generated for it.
+        objects.put(
+            Kind::ServiceAccount,
+            "ns",
+            json!({"metadata": {"name": "sa", "uid": "sa-uid"}, "secrets": [{"name": "sa-token"}]}),
+        );
+        assert!(
+            validate_legacy(&claims, "tok", true, &objects)
+                .await
+                .unwrap()
+                .auto_generated_secret
+        );
         objects.put(Kind::ServiceAccount, "ns", obj("sa", "new"));
         assert_eq!(
             validate_legacy(&claims, "tok", true, &objects)

@@ -19,6 +19,7 @@ use apiserver::storage::cacher::{Cacher, CacherConfig};
 use serde_json::Value;
 
 use crate::apis::{Backing, ResourceDef, builtin_groups};
+use crate::auth::AuthzHandle;
 use crate::openapi::{LazyDocs, ResourceSpec};
 use crate::registry::binding::BindingStorage;
 use crate::registry::binding::BindingsStorage;
@@ -32,6 +33,7 @@ use crate::registry::namespace::{
 use crate::registry::pod::{
     EphemeralContainersStorage, LogStorage, StoreCell, Stream, StreamStorage,
 };
+use crate::registry::policybased::{Guarded, PolicyBasedStorage};
 use crate::registry::scale::{SCALED, ScaleStorage};
 use crate::registry::service::{ServiceRange, ServiceStorage};
 
@@ -240,6 +242,45 @@ fn install_pod_subresources(
     }
 }
 
+/// Puts the escalation checks in front of the four RBAC storages.
+fn guard_rbac(
+    gv: &mut ApiGroupVersion,
+    stores: &Stores,
+    authz: &AuthzHandle,
+) -> Result<(), String> {
+    let store = |resource: &str| {
+        stores
+            .get(&(crate::auth::rbac::GROUP.to_string(), resource.to_string()))
+            .cloned()
+            .ok_or_else(|| format!("RBAC needs the {resource} store"))
+    };
+    let roles = store("roles")?;
+    let cluster_roles = store("clusterroles")?;
+    for guarded in [
+        Guarded::Roles,
+        Guarded::ClusterRoles,
+        Guarded::RoleBindings,
+        Guarded::ClusterRoleBindings,
+    ] {
+        let resource = guarded.resource();
+        let inner = gv
+            .resources
+            .remove(resource)
+            .ok_or_else(|| format!("RBAC needs the {resource} storage"))?;
+        gv.resources.insert(
+            resource.to_string(),
+            Arc::new(PolicyBasedStorage::new(
+                inner,
+                guarded,
+                authz.clone(),
+                roles.clone(),
+                cluster_roles.clone(),
+            )),
+        );
+    }
+    Ok(())
+}
+
 /// The OpenAPI service of the built-in API and its Swagger 2.0 document, built on first use
 /// (the base the apiextensions server merges custom resources into).
 pub type BuiltinOpenApi = (OpenApiService, apiextensions::BaseV2);
@@ -252,6 +293,7 @@ pub fn install_builtin_apis(
     storage: Arc<dyn Storage>,
     prefix: &str,
     service_range: ServiceRange,
+    authz: &AuthzHandle,
 ) -> Result<(Stores, BuiltinOpenApi), String> {
     let groups = builtin_groups();
     let mut specs: Vec<ResourceSpec> = groups
@@ -383,6 +425,9 @@ pub fn install_builtin_apis(
             for def in deferred {
                 let strategy = with_patch_schema(&def, &definitions, &docs);
                 install_unstored(&mut gv, def, strategy, &stores, &storage, &namespaces)?;
+            }
+            if group.group == crate::auth::rbac::GROUP {
+                guard_rbac(&mut gv, &stores, authz)?;
             }
             versions.push(gv);
         }

@@ -31,7 +31,8 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{self, AuthDeps};
+use crate::auth::rbac::RbacPolicy;
+use crate::auth::{self, AuthDeps, AuthzHandle, AuthzParts};
 use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
 use crate::frontproxy;
 use crate::informers::SharedInformers;
@@ -466,11 +467,15 @@ pub async fn run(
     }));
     let service_range = ServiceRange::parse(&opts.service_cluster_ip_range)
         .map_err(|e| StartError::Setup(format!("--service-cluster-ip-range: {e}")))?;
+    // The access reviews and the RBAC storages reach the authorizer through this handle,
+    // filled in once the authorizer is built from the stores.
+    let authz = AuthzHandle::default();
     let (stores, (openapi_service, openapi_v2)) = install_builtin_apis(
         &server,
         backend.storage.clone(),
         &backend.prefix,
         service_range,
+        &authz,
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
     server
@@ -505,17 +510,25 @@ pub async fn run(
     // Authentication and authorization of the aggregator's handler chain (the only one that
     // authenticates: the delegates serve behind it).
     let informers_stop = CancellationToken::new();
+    let informers = SharedInformers::new(stores.clone(), informers_stop.clone());
+    let rbac = RbacPolicy::start(&informers).map_err(StartError::Setup)?;
     let deps = AuthDeps {
         opts: &opts,
-        informers: SharedInformers::new(stores.clone(), informers_stop.clone()),
+        informers,
         stop: informers_stop.clone(),
+        rbac: rbac.clone(),
     };
     authn_options.token_authenticators =
         auth::authenticator::token_authenticators(&deps).map_err(StartError::Setup)?;
     config.authenticator =
         build_authenticator(&authn_options).map_err(setup("--token-auth-file"))?;
-    config.authorizer =
-        Some(auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?);
+    let authorizer =
+        auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?;
+    authz.set(AuthzParts {
+        authorizer: authorizer.clone(),
+        rbac,
+    });
+    config.authorizer = Some(authorizer);
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

@@ -8,6 +8,7 @@ use apiserver::authz::modes::AuthorizerConfigError;
 use apiserver::authz::{AuthorizationMode, Authorizer, build_authorizer_with};
 
 use super::AuthDeps;
+use super::rbac::authorizer::RbacAuthorizer;
 
 /// Builds the authorizer for `modes`, in order.
 pub fn build(
@@ -22,10 +23,9 @@ fn plugin(
     mode: AuthorizationMode,
     deps: &AuthDeps<'_>,
 ) -> Result<Option<Arc<dyn Authorizer>>, AuthorizerConfigError> {
-    let _ = deps;
     match mode {
-        AuthorizationMode::Rbac
-        | AuthorizationMode::Node
+        AuthorizationMode::Rbac => Ok(Some(Arc::new(RbacAuthorizer::new(deps.rbac.clone())))),
+        AuthorizationMode::Node
         | AuthorizationMode::Webhook
         | AuthorizationMode::Abac
         | AuthorizationMode::AlwaysAllow

@@ -10,5 +10,6 @@ pub mod csr;
 pub mod eviction;
 pub mod namespace;
 pub mod pod;
+pub mod policybased;
 pub mod scale;
 pub mod service;

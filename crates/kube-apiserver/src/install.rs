@@ -21,6 +21,7 @@ use serde_json::Value;
 use crate::apis::{Backing, ResourceDef, builtin_groups};
 use crate::auth::AuthzHandle;
 use crate::openapi::{LazyDocs, ResourceSpec};
+use crate::registry::authorization::{AccessReviewStorage, Review};
 use crate::registry::binding::BindingStorage;
 use crate::registry::binding::BindingsStorage;
 use crate::registry::componentstatus::ComponentStatusStorage;
@@ -159,6 +160,7 @@ fn install_unstored(
     stores: &Stores,
     storage: &Arc<dyn Storage>,
     namespaces: &NamespaceCell,
+    authz: &AuthzHandle,
 ) -> Result<(), String> {
     let info = def.strategy.info().clone();
     let missing = |what: &str| format!("{} needs the {what} store", info.resource);
@@ -204,6 +206,11 @@ fn install_unstored(
                 }
                 ("", "componentstatuses") => {
                     Arc::new(ComponentStatusStorage::new(strategy, storage.clone()))
+                }
+                (crate::apis::authorization::GROUP, resource) => {
+                    let review = Review::for_resource(resource)
+                        .ok_or_else(|| format!("no storage for {resource}"))?;
+                    Arc::new(AccessReviewStorage::new(strategy, review, authz.clone()))
                 }
                 _ => return Err(format!("no storage for {}", info.resource)),
             };
@@ -300,7 +307,11 @@ pub fn install_builtin_apis(
         .iter()
         .flat_map(|g| g.versions.iter())
         .flat_map(|(_, resources)| resources.iter())
-        .filter_map(|r| ResourceSpec::from_info(r.strategy.info(), &r.subresources))
+        .filter_map(|r| {
+            let mut spec = ResourceSpec::from_info(r.strategy.info(), &r.subresources)?;
+            spec.create_only = spec.group == crate::apis::authorization::GROUP;
+            Some(spec)
+        })
         .collect();
     // customresourcedefinitions are served by the apiextensions server; its kind is
     // documented with the built-in ones (the chain's documents are the kube API server's).
@@ -424,7 +435,15 @@ pub fn install_builtin_apis(
             }
             for def in deferred {
                 let strategy = with_patch_schema(&def, &definitions, &docs);
-                install_unstored(&mut gv, def, strategy, &stores, &storage, &namespaces)?;
+                install_unstored(
+                    &mut gv,
+                    def,
+                    strategy,
+                    &stores,
+                    &storage,
+                    &namespaces,
+                    authz,
+                )?;
             }
             if group.group == crate::auth::rbac::GROUP {
                 guard_rbac(&mut gv, &stores, authz)?;

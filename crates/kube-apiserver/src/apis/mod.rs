@@ -12,6 +12,7 @@ use apiserver::registry::Strategy;
 use serde_json::Value;
 
 pub mod apps;
+pub mod authorization;
 pub mod autoscaling;
 pub mod batch;
 pub mod certificates;
@@ -123,6 +124,10 @@ pub fn builtin_groups() -> Vec<GroupDef> {
             versions: vec![("v1", events::resources())],
         },
         GroupDef {
+            group: "authorization.k8s.io",
+            versions: vec![("v1", authorization::resources())],
+        },
+        GroupDef {
             group: "autoscaling",
             versions: vec![
                 ("v2", autoscaling::resources_v2()),
@@ -211,7 +216,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(seen.len(), 51);
+        assert_eq!(seen.len(), 55);
     }
 
     #[test]

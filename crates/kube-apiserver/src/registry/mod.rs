@@ -3,6 +3,7 @@
 //! subresources (binding, eviction, log, exec/attach/portforward, ephemeral containers),
 //! component statuses, certificate signing requests and version conversion.
 
+pub mod authorization;
 pub mod binding;
 pub mod componentstatus;
 pub mod converted;

@@ -596,7 +596,7 @@ mod tests {
         assert_eq!(
             messages(validate(Review::Subject, &obj, &s)),
             [
-                "metadata: Invalid value: {\"namespace\":\"ns\",\"creationTimestamp\":null}: must be empty"
+                "metadata: Invalid value: {\"creationTimestamp\":null,\"namespace\":\"ns\"}: must be empty"
             ]
         );
     }

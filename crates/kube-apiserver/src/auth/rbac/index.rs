@@ -113,7 +113,7 @@ fn subject_user_name(subject: &Subject, binding_namespace: &str) -> Option<Strin
 /// `appliesToUser`).
 pub fn applies_to(user: &UserInfo, subject: &Subject, binding_namespace: &str) -> bool {
     match subject.kind.as_str() {
-        "Group" => user.groups.iter().any(|g| *g == subject.name),
+        "Group" => user.groups.contains(&subject.name),
         _ => subject_user_name(subject, binding_namespace).is_some_and(|n| n == user.name),
     }
 }

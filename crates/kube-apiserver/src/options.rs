@@ -539,8 +539,12 @@ pub struct SniCertKey {
 pub fn validate_authorization_modes(modes: &[String]) -> Vec<String> {
     use apiserver::authz::AuthorizationMode;
     let mut errors = Vec::new();
-    // pflag reads `--authorization-mode=` as an empty list.
-    let modes: Vec<&String> = modes.iter().filter(|m| !m.is_empty()).collect();
+    // pflag reads `--authorization-mode=` as an empty list (but `RBAC,` as `RBAC` and `""`).
+    let modes: Vec<&String> = if modes.len() == 1 && modes[0].is_empty() {
+        Vec::new()
+    } else {
+        modes.iter().collect()
+    };
     if modes.is_empty() {
         errors.push("at least one authorization-mode must be passed".to_string());
     }
@@ -696,6 +700,10 @@ mod tests {
             (
                 &["--authorization-mode="],
                 "at least one authorization-mode must be passed",
+            ),
+            (
+                &["--authorization-mode=RBAC,"],
+                "authorization-mode \"\" is not a valid mode",
             ),
             (
                 &["--requestheader-username-headers=X-Remote-User,"],

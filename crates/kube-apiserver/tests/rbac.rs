@@ -749,3 +749,77 @@ async fn access_reviews_answer_for_other_users_and_check_their_input() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn audit_events_record_the_rbac_decision_and_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tmp.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+    )
+    .unwrap();
+    let log = tmp.path().join("audit.log");
+    let mut server = ApiServer::start(&[
+        &format!("--audit-policy-file={}", policy.display()),
+        &format!("--audit-log-path={}", log.display()),
+        &format!("--token-auth-file={}", token_file(tmp.path()).display()),
+        "--authorization-mode=RBAC",
+    ])
+    .await;
+    let admin = server.admin_client();
+    let alice = server.anonymous_client().with_bearer("alice-token");
+    let post = |path: &'static str, body: &'static str| {
+        let admin = admin.clone();
+        async move {
+            let mut req = admin.request(http::Method::POST, path, body);
+            req.headers_mut()
+                .insert("content-type", "application/json".parse().unwrap());
+            admin.send(Proto::H1, req).await.unwrap()
+        }
+    };
+    let reply = post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        r#"{"metadata":{"name":"version-reader"},"rules":[{"nonResourceURLs":["/version"],"verbs":["get"]}]}"#,
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    let reply = post(
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        r#"{"metadata":{"name":"alice-version"},
+            "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"version-reader"},
+            "subjects":[{"kind":"User","name":"alice"}]}"#,
+    )
+    .await;
+    assert_eq!(reply.status, 201, "{reply:?}");
+    eventually("alice reads /version", || async {
+        let reply = alice.get(Proto::H1, "/version?probe=allowed").await.ok()?;
+        (reply.status == 200).then_some(())
+    })
+    .await;
+    let reply = alice.get(Proto::H1, "/livez?probe=denied").await.unwrap();
+    assert_eq!(reply.status, 403);
+    assert_eq!(
+        reply.body,
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"forbidden: User \\\"alice\\\" cannot get path \\\"/livez\\\"\",\"reason\":\"Forbidden\",\"details\":{},\"code\":403}\n"
+    );
+    server.stop().await;
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let annotations = |uri: &str| {
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .find(|e| e["requestURI"] == uri && e["stage"] == "ResponseComplete")
+            .unwrap_or_else(|| panic!("no event for {uri} in:\n{text}"))["annotations"]
+            .clone()
+    };
+    let allowed = annotations("/version?probe=allowed");
+    assert_eq!(allowed["authorization.k8s.io/decision"], "allow");
+    assert_eq!(
+        allowed["authorization.k8s.io/reason"],
+        r#"RBAC: allowed by ClusterRoleBinding "alice-version" of ClusterRole "version-reader" to User "alice""#
+    );
+    let denied = annotations("/livez?probe=denied");
+    assert_eq!(denied["authorization.k8s.io/decision"], "forbid");
+    assert_eq!(denied["authorization.k8s.io/reason"], "");
+}

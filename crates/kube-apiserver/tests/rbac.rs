@@ -310,26 +310,26 @@ async fn policy_decisions_hold(c: &Cluster) {
         );
         assert_eq!(c.can_i(tool, As::Admin, &["delete", "nodes"]).await, "yes");
     }
-    let list = c
-        .ok(ALICE, &["auth", "can-i", "--list", "-n", "team"])
-        .await;
-    let rows: Vec<Vec<&str>> = list
-        .lines()
-        .map(|l| l.split_whitespace().collect())
-        .collect();
-    assert!(
-        rows.contains(&vec!["pods", "[]", "[]", "[get", "list", "watch]"]),
-        "{list}"
-    );
-    assert!(
-        rows.contains(&vec!["configmaps", "[]", "[allowed]", "[get]"]),
-        "{list}"
-    );
-    assert!(rows.contains(&vec!["[/healthz]", "[]", "[get]"]), "{list}");
-    assert!(
-        rows.contains(&vec!["nodes", "[]", "[]", "[list]"]),
-        "{list}"
-    );
+    for tool in [NEW, OLD] {
+        let out = c
+            .kubectl_with(tool, ALICE, &["auth", "can-i", "--list", "-n", "team"])
+            .await;
+        assert_eq!(out.code, Some(0), "{tool}: {out:?}");
+        let list = out.stdout;
+        let rows: Vec<Vec<&str>> = list
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        for row in [
+            vec!["pods", "[]", "[]", "[get", "list", "watch]"],
+            vec!["configmaps", "[]", "[allowed]", "[get]"],
+            vec!["deployments.apps/scale", "[]", "[]", "[get]"],
+            vec!["[/healthz]", "[]", "[get]"],
+            vec!["nodes", "[]", "[]", "[list]"],
+        ] {
+            assert!(rows.contains(&row), "{tool}: {row:?} in\n{list}");
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -617,6 +617,39 @@ subjects:
         r#"rolebindings.rbac.authorization.k8s.io "bob-kills" is forbidden: user "alice""#,
     )
     .await;
+    // An aggregation rule can gather anything: it needs `*` on everything.
+    c.apply(
+        r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: clusterrole-creator}
+rules:
+- {apiGroups: [rbac.authorization.k8s.io], resources: [clusterroles], verbs: [create]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-creates-clusterroles}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: clusterrole-creator}
+subjects:
+- {kind: User, name: alice}
+"#,
+    )
+    .await;
+    let aggregated = c.home.path().join("aggregated.yaml");
+    std::fs::write(
+        &aggregated,
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: gatherer}\naggregationRule:\n  clusterRoleSelectors:\n  - matchLabels: {gather: \"true\"}\nrules: []\n",
+    )
+    .unwrap();
+    let aggregated = aggregated.display().to_string();
+    eventually("the aggregation rule refused", || async {
+        let out = c.kubectl(ALICE, &["create", "-f", &aggregated]).await;
+        out.stderr
+            .contains(r#"clusterroles.rbac.authorization.k8s.io "gatherer" is forbidden: must have cluster-admin privileges to use the aggregationRule"#)
+            .then_some(())
+    })
+    .await;
+
     // The admin (system:masters) is never checked.
     c.ok(
         As::Admin,

@@ -19,6 +19,9 @@ pub fn build(
 }
 
 /// The authorizer of a mode that needs the server's objects; `Ok(None)` when not supported.
+/// Each authorizer also answers [`Authorizer::rules_for`] for SelfSubjectRulesReview as its
+/// upstream counterpart does (RBAC lists its rules; the Node authorizer and webhooks answer
+/// `UserRules::unsupported` with upstream's text for the identities they may allow).
 fn plugin(
     mode: AuthorizationMode,
     deps: &AuthDeps<'_>,

@@ -263,6 +263,28 @@ impl ApiError {
         .with_details(StatusDetails::default())
     }
 
+    /// 403 Forbidden as upstream's `NewForbidden`: `<resource>[.<group>] ["<name>"] is
+    /// forbidden: <why>`, or `forbidden: <why>` without a resource.
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        let message = if group.is_empty() && resource.is_empty() {
+            format!("forbidden: {why}")
+        } else {
+            let qualified = qualified_resource(group, resource);
+            if name.is_empty() {
+                format!("{qualified} is forbidden: {why}")
+            } else {
+                // Object names are validated path segments: Rust's quoting is Go's `%q`.
+                format!("{qualified} {name:?} is forbidden: {why}")
+            }
+        };
+        Self::new(StatusCode::FORBIDDEN, reason::FORBIDDEN, message).with_details(StatusDetails {
+            name: name.into(),
+            group: group.into(),
+            kind: resource.into(),
+            ..Default::default()
+        })
+    }
+
     /// 409 AlreadyExists.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
         let qualified = qualified_resource(group, resource);

@@ -19,10 +19,12 @@ use apiserver::storage::cacher::{Cacher, CacherConfig};
 use serde_json::Value;
 
 use crate::apis::{Backing, ResourceDef, builtin_groups};
+use crate::auth::AuthzHandle;
 use crate::openapi::{LazyDocs, ResourceSpec};
 use crate::registry::authentication::{
     AuthenticatorCell, SelfSubjectReviewStorage, TokenReviewStorage,
 };
+use crate::registry::authorization::{AccessReviewStorage, Review};
 use crate::registry::binding::BindingStorage;
 use crate::registry::binding::BindingsStorage;
 use crate::registry::componentstatus::ComponentStatusStorage;
@@ -35,6 +37,7 @@ use crate::registry::namespace::{
 use crate::registry::pod::{
     EphemeralContainersStorage, LogStorage, StoreCell, Stream, StreamStorage,
 };
+use crate::registry::policybased::{Guarded, PolicyBasedStorage};
 use crate::registry::scale::{SCALED, ScaleStorage};
 use crate::registry::service::{ServiceRange, ServiceStorage};
 use crate::registry::serviceaccount_token::TokenRequestStorage;
@@ -43,16 +46,19 @@ use crate::serviceaccount::TokenIssuer;
 /// The stores of the installed resources, by `(group, resource)`.
 pub type Stores = BTreeMap<(String, String), Store>;
 
-/// What the authentication APIs (the `serviceaccounts/token` subresource, TokenReview and
-/// SelfSubjectReview) take from the server's configuration.
+/// What the authentication and authorization APIs (the `serviceaccounts/token` subresource,
+/// TokenReview, SelfSubjectReview, the access reviews, the RBAC storages) take from the
+/// server's configuration.
 #[derive(Clone)]
-pub struct AuthenticationSetup {
+pub struct AuthSetup {
     /// Mints TokenRequests' tokens.
     pub token_issuer: Arc<TokenIssuer>,
     /// The server's authenticator, which TokenReview runs (set once it is built).
     pub authenticator: AuthenticatorCell,
     /// The API audiences a TokenReview without `spec.audiences` checks.
     pub api_audiences: Vec<String>,
+    /// The server's authorizer and RBAC policy (set once they are built).
+    pub authz: AuthzHandle,
 }
 
 /// A built-in strategy with the schema strategic merge patch and apply read (built on the
@@ -174,7 +180,7 @@ fn install_unstored(
     stores: &Stores,
     storage: &Arc<dyn Storage>,
     namespaces: &NamespaceCell,
-    auth: &AuthenticationSetup,
+    auth: &AuthSetup,
 ) -> Result<(), String> {
     let info = def.strategy.info().clone();
     let missing = |what: &str| format!("{} needs the {what} store", info.resource);
@@ -229,6 +235,11 @@ fn install_unstored(
                 ("authentication.k8s.io", "selfsubjectreviews") => {
                     Arc::new(SelfSubjectReviewStorage::new(strategy))
                 }
+                (crate::apis::authorization::GROUP, resource) => {
+                    let review = Review::for_resource(resource)
+                        .ok_or_else(|| format!("no storage for {resource}"))?;
+                    Arc::new(AccessReviewStorage::new(strategy, review, auth.authz.clone()))
+                }
                 _ => return Err(format!("no storage for {}", info.resource)),
             };
             gv.resources.insert(info.resource.clone(), rest);
@@ -266,6 +277,45 @@ fn install_pod_subresources(
     }
 }
 
+/// Puts the escalation checks in front of the four RBAC storages.
+fn guard_rbac(
+    gv: &mut ApiGroupVersion,
+    stores: &Stores,
+    authz: &AuthzHandle,
+) -> Result<(), String> {
+    let store = |resource: &str| {
+        stores
+            .get(&(crate::auth::rbac::GROUP.to_string(), resource.to_string()))
+            .cloned()
+            .ok_or_else(|| format!("RBAC needs the {resource} store"))
+    };
+    let roles = store("roles")?;
+    let cluster_roles = store("clusterroles")?;
+    for guarded in [
+        Guarded::Roles,
+        Guarded::ClusterRoles,
+        Guarded::RoleBindings,
+        Guarded::ClusterRoleBindings,
+    ] {
+        let resource = guarded.resource();
+        let inner = gv
+            .resources
+            .remove(resource)
+            .ok_or_else(|| format!("RBAC needs the {resource} storage"))?;
+        gv.resources.insert(
+            resource.to_string(),
+            Arc::new(PolicyBasedStorage::new(
+                inner,
+                guarded,
+                authz.clone(),
+                roles.clone(),
+                cluster_roles.clone(),
+            )),
+        );
+    }
+    Ok(())
+}
+
 /// The OpenAPI service of the built-in API and its Swagger 2.0 document, built on first use
 /// (the base the apiextensions server merges custom resources into).
 pub type BuiltinOpenApi = (OpenApiService, apiextensions::BaseV2);
@@ -278,14 +328,18 @@ pub fn install_builtin_apis(
     storage: Arc<dyn Storage>,
     prefix: &str,
     service_range: ServiceRange,
-    auth: &AuthenticationSetup,
+    auth: &AuthSetup,
 ) -> Result<(Stores, BuiltinOpenApi), String> {
     let groups = builtin_groups();
     let mut specs: Vec<ResourceSpec> = groups
         .iter()
         .flat_map(|g| g.versions.iter())
         .flat_map(|(_, resources)| resources.iter())
-        .filter_map(|r| ResourceSpec::from_info(r.strategy.info(), &r.subresources))
+        .filter_map(|r| {
+            let mut spec = ResourceSpec::from_info(r.strategy.info(), &r.subresources)?;
+            spec.create_only = spec.group == crate::apis::authorization::GROUP;
+            Some(spec)
+        })
         .collect();
     // customresourcedefinitions are served by the apiextensions server; its kind is
     // documented with the built-in ones (the chain's documents are the kube API server's).
@@ -423,7 +477,18 @@ pub fn install_builtin_apis(
             }
             for def in deferred {
                 let strategy = with_patch_schema(&def, &definitions, &docs);
-                install_unstored(&mut gv, def, strategy, &stores, &storage, &namespaces, auth)?;
+                install_unstored(
+                    &mut gv,
+                    def,
+                    strategy,
+                    &stores,
+                    &storage,
+                    &namespaces,
+                    auth,
+                )?;
+            }
+            if group.group == crate::auth::rbac::GROUP {
+                guard_rbac(&mut gv, &stores, &auth.authz)?;
             }
             versions.push(gv);
         }

@@ -338,7 +338,8 @@ pub struct Options {
     pub service_account_signing_key_file: Option<PathBuf>,
 
     // ----- Authorization flags -----
-    /// Ordered list of plug-ins to do authorization on secure port: AlwaysAllow, AlwaysDeny.
+    /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of:
+    /// AlwaysAllow,AlwaysDeny,ABAC,Webhook,RBAC,Node.
     #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_value = "AlwaysAllow", help_heading = "Authorization flags")]
     pub authorization_mode: Vec<String>,
 
@@ -534,13 +535,7 @@ impl Options {
                 errors.push(err);
             }
         }
-        for mode in &self.authorization_mode {
-            if !matches!(mode.as_str(), "AlwaysAllow" | "AlwaysDeny") {
-                errors.push(format!(
-                    "--authorization-mode: authorization mode {mode:?} is not supported (supported: AlwaysAllow, AlwaysDeny)"
-                ));
-            }
-        }
+        errors.extend(validate_authorization_modes(&self.authorization_mode));
         for (flag, values) in [
             (
                 "requestheader-username-headers",
@@ -626,6 +621,45 @@ pub struct SniCertKey {
     pub key: PathBuf,
     /// Explicit names (empty = derive from the certificate).
     pub names: Vec<String>,
+}
+
+/// Upstream's checks of `--authorization-mode` (`BuiltInAuthorizationOptions.Validate`): at
+/// least one mode, each one known, none twice. ABAC (no policy-file flag here) is refused as
+/// not supported.
+pub fn validate_authorization_modes(modes: &[String]) -> Vec<String> {
+    use apiserver::authz::AuthorizationMode;
+    let mut errors = Vec::new();
+    // pflag reads `--authorization-mode=` as an empty list (but `RBAC,` as `RBAC` and `""`).
+    let modes: Vec<&String> = if modes.len() == 1 && modes[0].is_empty() {
+        Vec::new()
+    } else {
+        modes.iter().collect()
+    };
+    if modes.is_empty() {
+        errors.push("at least one authorization-mode must be passed".to_string());
+    }
+    for mode in &modes {
+        match mode.parse::<AuthorizationMode>() {
+            Ok(AuthorizationMode::Abac) => errors.push(format!(
+                "authorization mode {} is not supported by this server",
+                AuthorizationMode::Abac
+            )),
+            Ok(_) => {}
+            Err(err) => errors.push(err.to_string()),
+        }
+    }
+    let distinct: std::collections::BTreeSet<&String> = modes.iter().copied().collect();
+    if distinct.len() != modes.len() {
+        let quoted: Vec<String> = modes
+            .iter()
+            .map(|m| apiserver::filters::authorization::go_quote(m))
+            .collect();
+        errors.push(format!(
+            "authorization-mode [{}] has mode specified more than once",
+            quoted.join(" ")
+        ));
+    }
+    errors
 }
 
 /// Parses `cert,key[:name1,name2]` as upstream's `NamedCertKey` flag does.
@@ -745,7 +779,26 @@ mod tests {
                 "--secure-port 70000 must be between",
             ),
             (&["--tls-min-version=VersionTLS10"], "is not supported"),
-            (&["--authorization-mode=Webhook"], "is not supported"),
+            (
+                &["--authorization-mode=RBAC,Bogus"],
+                "authorization-mode \"Bogus\" is not a valid mode",
+            ),
+            (
+                &["--authorization-mode=RBAC,Node,RBAC"],
+                "authorization-mode [\"RBAC\" \"Node\" \"RBAC\"] has mode specified more than once",
+            ),
+            (
+                &["--authorization-mode=ABAC"],
+                "authorization mode ABAC is not supported by this server",
+            ),
+            (
+                &["--authorization-mode="],
+                "at least one authorization-mode must be passed",
+            ),
+            (
+                &["--authorization-mode=RBAC,"],
+                "authorization-mode \"\" is not a valid mode",
+            ),
             (
                 &["--requestheader-username-headers=X-Remote-User,"],
                 "empty value in \"requestheader-username-headers\"",

@@ -31,11 +31,12 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
 
-use crate::auth::{self, AuthDeps};
+use crate::auth::rbac::RbacPolicy;
+use crate::auth::{self, AuthDeps, AuthzHandle, AuthzParts};
 use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
 use crate::frontproxy;
 use crate::informers::SharedInformers;
-use crate::install::{AuthenticationSetup, install_builtin_apis};
+use crate::install::{AuthSetup, install_builtin_apis};
 use crate::options::Options;
 use crate::registry::authentication::AuthenticatorCell;
 use crate::registry::service::ServiceRange;
@@ -508,15 +509,19 @@ pub async fn run(
     let service_range = ServiceRange::parse(&opts.service_cluster_ip_range)
         .map_err(|e| StartError::Setup(format!("--service-cluster-ip-range: {e}")))?;
     let authenticator_cell = AuthenticatorCell::default();
+    // The access reviews and the RBAC storages reach the authorizer through this handle,
+    // filled in once the authorizer is built from the stores.
+    let authz = AuthzHandle::default();
     let (stores, (openapi_service, openapi_v2)) = install_builtin_apis(
         &server,
         backend.storage.clone(),
         &backend.prefix,
         service_range,
-        &AuthenticationSetup {
+        &AuthSetup {
             token_issuer: Arc::new(service_accounts.token_issuer()),
             authenticator: authenticator_cell.clone(),
             api_audiences: service_accounts.api_audiences.clone(),
+            authz: authz.clone(),
         },
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
@@ -553,11 +558,14 @@ pub async fn run(
     // Authentication and authorization of the aggregator's handler chain (the only one that
     // authenticates: the delegates serve behind it).
     let informers_stop = CancellationToken::new();
+    let informers = SharedInformers::new(stores.clone(), informers_stop.clone());
+    let rbac = RbacPolicy::start(&informers).map_err(StartError::Setup)?;
     let deps = AuthDeps {
         opts: &opts,
-        informers: SharedInformers::new(stores.clone(), informers_stop.clone()),
+        informers,
         stop: informers_stop.clone(),
         service_accounts: service_accounts.clone(),
+        rbac: rbac.clone(),
     };
     authn_options.token_authenticators =
         auth::authenticator::token_authenticators(&deps).map_err(StartError::Setup)?;
@@ -567,8 +575,13 @@ pub async fn run(
         // TokenReview runs the server's own authenticator.
         let _ = authenticator_cell.set(authenticator.clone());
     }
-    config.authorizer =
-        Some(auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?);
+    let authorizer =
+        auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?;
+    authz.set(AuthzParts {
+        authorizer: authorizer.clone(),
+        rbac,
+    });
+    config.authorizer = Some(authorizer);
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

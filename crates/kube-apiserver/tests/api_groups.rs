@@ -461,6 +461,42 @@ const UPSTREAM_API_RESOURCES: &[(&str, &str, &str, bool, &str, &str, &str)] = &[
         ALL_VERBS,
         "",
     ),
+    (
+        "localsubjectaccessreviews",
+        "",
+        "authorization.k8s.io/v1",
+        true,
+        "LocalSubjectAccessReview",
+        "create",
+        "",
+    ),
+    (
+        "selfsubjectaccessreviews",
+        "",
+        "authorization.k8s.io/v1",
+        false,
+        "SelfSubjectAccessReview",
+        "create",
+        "",
+    ),
+    (
+        "selfsubjectrulesreviews",
+        "",
+        "authorization.k8s.io/v1",
+        false,
+        "SelfSubjectRulesReview",
+        "create",
+        "",
+    ),
+    (
+        "subjectaccessreviews",
+        "",
+        "authorization.k8s.io/v1",
+        false,
+        "SubjectAccessReview",
+        "create",
+        "",
+    ),
 ];
 
 const ALL_VERBS: &str = "create,delete,deletecollection,get,list,patch,update,watch";
@@ -471,7 +507,6 @@ const KNOWN_EXCLUDED: &[(&str, &str)] = &[
         "admissionregistration.k8s.io/v1",
         "admission webhooks and policies (own issue)",
     ),
-    ("authorization.k8s.io/v1", "access reviews (own issue)"),
     (
         "flowcontrol.apiserver.k8s.io/v1",
         "API priority and fairness (own issue)",

@@ -1,6 +1,8 @@
 //! The built-in authorizers (`authorization/authorizerfactory/builtin.go`).
 
+use super::rules::UserRules;
 use super::{Attributes, AuthorizeResult, Authorizer, AuthzError, Decision};
+use crate::request::UserInfo;
 
 /// Allows everything (`--authorization-mode=AlwaysAllow`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -10,6 +12,10 @@ pub struct AlwaysAllow;
 impl Authorizer for AlwaysAllow {
     async fn authorize(&self, _attrs: &Attributes) -> AuthorizeResult {
         (Decision::Allow, String::new(), None)
+    }
+
+    async fn rules_for(&self, _user: &UserInfo, _namespace: &str) -> UserRules {
+        UserRules::everything()
     }
 }
 
@@ -62,7 +68,6 @@ impl Authorizer for PrivilegedGroups {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::UserInfo;
     use std::sync::Arc;
 
     fn attrs(groups: Option<&[&str]>) -> Attributes {
@@ -105,5 +110,18 @@ mod tests {
         assert_eq!(d, Decision::NoOpinion);
         assert_eq!(reason, "Error");
         assert_eq!(err.unwrap().to_string(), "no user on request.");
+    }
+
+    #[tokio::test]
+    async fn always_allow_lists_everything_and_always_deny_nothing() {
+        let user = UserInfo::default();
+        assert_eq!(
+            AlwaysAllow.rules_for(&user, "ns").await,
+            UserRules::everything()
+        );
+        assert_eq!(
+            AlwaysDeny.rules_for(&user, "ns").await,
+            UserRules::default()
+        );
     }
 }

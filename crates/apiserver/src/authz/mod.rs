@@ -8,6 +8,7 @@ use crate::request::{RequestInfo, UserInfo};
 pub mod builtin;
 pub mod modes;
 pub mod path;
+pub mod rules;
 pub mod union;
 
 pub use modes::{AuthorizationMode, build_authorizer, build_authorizer_with};
@@ -111,4 +112,14 @@ pub type AuthorizeResult = (Decision, String, Option<AuthzError>);
 pub trait Authorizer: Send + Sync {
     /// Decides on `attrs`.
     async fn authorize(&self, attrs: &Attributes) -> AuthorizeResult;
+
+    /// The rules this authorizer grants `user` in `namespace` (upstream's
+    /// `RuleResolver.RulesFor`, what SelfSubjectRulesReview reports). The default lists
+    /// nothing and claims to be complete, as authorizers that never allow anything on their
+    /// own (AlwaysDeny, privileged groups) do; authorizers that allow what they cannot list
+    /// answer [`UserRules::unsupported`](rules::UserRules::unsupported).
+    async fn rules_for(&self, user: &UserInfo, namespace: &str) -> rules::UserRules {
+        let _ = (user, namespace);
+        rules::UserRules::default()
+    }
 }

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
+use super::rules::UserRules;
 use super::{Attributes, AuthorizeResult, Authorizer, AuthzError, Decision};
+use crate::request::UserInfo;
 
 /// Asks authorizers in order: the first `Allow` or `Deny` wins (with that authorizer's reason
 /// and error); `NoOpinion` moves on. If nobody decides, the result is `NoOpinion` with all
@@ -40,6 +42,15 @@ impl Authorizer for UnionAuthorizer {
             reasons.join("\n"),
             AuthzError::aggregate(errors),
         )
+    }
+
+    /// Every member's rules (upstream's union of rule resolvers).
+    async fn rules_for(&self, user: &UserInfo, namespace: &str) -> UserRules {
+        let mut all = Vec::with_capacity(self.authorizers.len());
+        for authorizer in &self.authorizers {
+            all.push(authorizer.rules_for(user, namespace).await);
+        }
+        UserRules::union(all)
     }
 }
 

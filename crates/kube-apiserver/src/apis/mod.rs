@@ -13,6 +13,7 @@ use serde_json::Value;
 
 pub mod apps;
 pub mod authentication;
+pub mod authorization;
 pub mod autoscaling;
 pub mod batch;
 pub mod certificates;
@@ -127,6 +128,8 @@ pub fn builtin_groups() -> Vec<GroupDef> {
         GroupDef {
             group: "authentication.k8s.io",
             versions: vec![("v1", authentication::resources())],
+            group: "authorization.k8s.io",
+            versions: vec![("v1", authorization::resources())],
         },
         GroupDef {
             group: "autoscaling",
@@ -217,7 +220,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(seen.len(), 53);
+        assert_eq!(seen.len(), 57);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use apiserver::authz::modes::AuthorizerConfigError;
 use apiserver::authz::{AuthorizationMode, Authorizer, build_authorizer_with};
 
 use super::AuthDeps;
+use super::rbac::authorizer::RbacAuthorizer;
 
 /// Builds the authorizer for `modes`, in order.
 pub fn build(
@@ -18,14 +19,16 @@ pub fn build(
 }
 
 /// The authorizer of a mode that needs the server's objects; `Ok(None)` when not supported.
+/// Each authorizer also answers [`Authorizer::rules_for`] for SelfSubjectRulesReview as its
+/// upstream counterpart does (RBAC lists its rules; the Node authorizer and webhooks answer
+/// `UserRules::unsupported` with upstream's text for the identities they may allow).
 fn plugin(
     mode: AuthorizationMode,
     deps: &AuthDeps<'_>,
 ) -> Result<Option<Arc<dyn Authorizer>>, AuthorizerConfigError> {
-    let _ = deps;
     match mode {
-        AuthorizationMode::Rbac
-        | AuthorizationMode::Node
+        AuthorizationMode::Rbac => Ok(Some(Arc::new(RbacAuthorizer::new(deps.rbac.clone())))),
+        AuthorizationMode::Node
         | AuthorizationMode::Webhook
         | AuthorizationMode::Abac
         | AuthorizationMode::AlwaysAllow

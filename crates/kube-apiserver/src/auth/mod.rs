@@ -6,12 +6,16 @@
 pub mod authenticator;
 pub mod authorizer;
 pub mod bootstrap_token;
+pub mod rbac;
 pub mod serviceaccounts;
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use apiserver::authz::Authorizer;
+use apiserver::status::ApiError;
 use tokio_util::sync::CancellationToken;
 
+use self::rbac::RbacPolicy;
 use crate::informers::SharedInformers;
 use crate::options::Options;
 use crate::serviceaccount::ServiceAccountConfig;
@@ -19,7 +23,7 @@ use crate::serviceaccount::ServiceAccountConfig;
 /// What the authenticators and authorizers that read API objects are built from.
 // Read by the authenticators and authorizers of issue 9 as they land.
 #[allow(dead_code)]
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct AuthDeps<'a> {
     /// The server's flags.
     pub opts: &'a Options,
@@ -29,4 +33,37 @@ pub struct AuthDeps<'a> {
     pub stop: CancellationToken,
     /// The resolved `--service-account-*` settings, with the API audiences.
     pub service_accounts: Arc<ServiceAccountConfig>,
+    /// The RBAC policy (followed whatever the modes: the RBAC storages check escalations
+    /// against it in every mode, as upstream's do).
+    pub rbac: Arc<RbacPolicy>,
+}
+
+/// What the server authorizes with, for the REST storages installed before it exists (the
+/// access reviews ask the authorizer; the RBAC storages check escalations). Set once at
+/// start-up, before the server serves.
+#[derive(Clone, Default)]
+pub struct AuthzHandle {
+    parts: Arc<OnceLock<AuthzParts>>,
+}
+
+/// The server's authorizer and RBAC policy.
+pub struct AuthzParts {
+    /// The authorizer of `--authorization-mode` (`system:masters` first).
+    pub authorizer: Arc<dyn Authorizer>,
+    /// The RBAC policy.
+    pub rbac: Arc<RbacPolicy>,
+}
+
+impl AuthzHandle {
+    /// Sets the parts (once; later calls are ignored).
+    pub fn set(&self, parts: AuthzParts) {
+        let _ = self.parts.set(parts);
+    }
+
+    /// The parts; a 503 before start-up has set them (no request can get here earlier).
+    pub fn get(&self) -> Result<&AuthzParts, ApiError> {
+        self.parts
+            .get()
+            .ok_or_else(|| ApiError::service_unavailable("the authorizer is not ready yet"))
+    }
 }

@@ -44,6 +44,8 @@ pub struct ResourceSpec {
     /// The schema's definition name, e.g. `io.k8s.api.core.v1.ConfigMap` (see
     /// [`types::definition_name`]).
     pub definition_name: String,
+    /// Served for `create` only (the access reviews): just the collection's `post`.
+    pub create_only: bool,
 }
 
 impl ResourceSpec {
@@ -65,6 +67,7 @@ impl ResourceSpec {
             resource: resource.to_owned(),
             namespaced,
             subresources: subresources.iter().map(|s| (*s).to_owned()).collect(),
+            create_only: false,
         })
     }
 

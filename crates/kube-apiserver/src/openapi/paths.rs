@@ -504,6 +504,21 @@ pub fn resource_paths(flavour: Flavour, r: &ResourceSpec) -> Vec<(String, Value)
             gvk: kind_gvk.clone(),
         },
     ];
+    if r.create_only {
+        let post = collection_ops
+            .into_iter()
+            .filter(|op| op.method == "post")
+            .collect();
+        return vec![path_item(
+            flavour,
+            &tag,
+            def,
+            collection,
+            scope_params,
+            &pretty,
+            post,
+        )];
+    }
     out.push(path_item(
         flavour,
         &tag,

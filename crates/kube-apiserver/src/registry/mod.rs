@@ -5,6 +5,7 @@
 //! token subresource and authentication's reviews.
 
 pub mod authentication;
+pub mod authorization;
 pub mod binding;
 pub mod componentstatus;
 pub mod converted;
@@ -12,6 +13,7 @@ pub mod csr;
 pub mod eviction;
 pub mod namespace;
 pub mod pod;
+pub mod policybased;
 pub mod scale;
 pub mod service;
 pub mod serviceaccount_token;

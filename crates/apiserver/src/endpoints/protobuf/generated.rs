@@ -432,6 +432,74 @@ static POLICY_V1_EVICTION: Message = Message {
     ],
 };
 
+static AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "SubjectAccessReview",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_STATUS),
+        ),
+    ],
+};
+
+static AUTHORIZATION_V1_SELF_SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "SelfSubjectAccessReview",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&AUTHORIZATION_V1_SELF_SUBJECT_ACCESS_REVIEW_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_STATUS),
+        ),
+    ],
+};
+
+static AUTHORIZATION_V1_LOCAL_SUBJECT_ACCESS_REVIEW: Message = Message {
+    name: "LocalSubjectAccessReview",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_STATUS),
+        ),
+    ],
+};
+
+static AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW: Message = Message {
+    name: "SelfSubjectRulesReview",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTHORIZATION_V1_SUBJECT_RULES_REVIEW_STATUS),
+        ),
+    ],
+};
+
 static RBAC_V1_ROLE: Message = Message {
     name: "Role",
     fields: &[
@@ -1513,6 +1581,75 @@ static POLICY_V1_POD_DISRUPTION_BUDGET_STATUS: Message = Message {
         keep(5, "desiredHealthy", Int),
         keep(6, "expectedPods", Int),
         rep(7, "conditions", Ty::Message(&META_V1_CONDITION)),
+    ],
+};
+
+static AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "SubjectAccessReviewSpec",
+    fields: &[
+        ptr(
+            1,
+            "resourceAttributes",
+            Ty::Message(&AUTHORIZATION_V1_RESOURCE_ATTRIBUTES),
+        ),
+        ptr(
+            2,
+            "nonResourceAttributes",
+            Ty::Message(&AUTHORIZATION_V1_NON_RESOURCE_ATTRIBUTES),
+        ),
+        val(3, "user", Str),
+        rep(4, "groups", Str),
+        map(5, "extra", &StringList),
+        val(6, "uid", Str),
+    ],
+};
+
+static AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW_STATUS: Message = Message {
+    name: "SubjectAccessReviewStatus",
+    fields: &[
+        keep(1, "allowed", Bool),
+        val(2, "reason", Str),
+        val(3, "evaluationError", Str),
+        val(4, "denied", Bool),
+    ],
+};
+
+static AUTHORIZATION_V1_SELF_SUBJECT_ACCESS_REVIEW_SPEC: Message = Message {
+    name: "SelfSubjectAccessReviewSpec",
+    fields: &[
+        ptr(
+            1,
+            "resourceAttributes",
+            Ty::Message(&AUTHORIZATION_V1_RESOURCE_ATTRIBUTES),
+        ),
+        ptr(
+            2,
+            "nonResourceAttributes",
+            Ty::Message(&AUTHORIZATION_V1_NON_RESOURCE_ATTRIBUTES),
+        ),
+    ],
+};
+
+static AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW_SPEC: Message = Message {
+    name: "SelfSubjectRulesReviewSpec",
+    fields: &[val(1, "namespace", Str)],
+};
+
+static AUTHORIZATION_V1_SUBJECT_RULES_REVIEW_STATUS: Message = Message {
+    name: "SubjectRulesReviewStatus",
+    fields: &[
+        rep(
+            1,
+            "resourceRules",
+            Ty::Message(&AUTHORIZATION_V1_RESOURCE_RULE),
+        ),
+        rep(
+            2,
+            "nonResourceRules",
+            Ty::Message(&AUTHORIZATION_V1_NON_RESOURCE_RULE),
+        ),
+        keep(3, "incomplete", Bool),
+        val(4, "evaluationError", Str),
     ],
 };
 
@@ -2792,6 +2929,49 @@ static NETWORKING_V1_NETWORK_POLICY_EGRESS_RULE: Message = Message {
     ],
 };
 
+static AUTHORIZATION_V1_RESOURCE_ATTRIBUTES: Message = Message {
+    name: "ResourceAttributes",
+    fields: &[
+        val(1, "namespace", Str),
+        val(2, "verb", Str),
+        val(3, "group", Str),
+        val(4, "version", Str),
+        val(5, "resource", Str),
+        val(6, "subresource", Str),
+        val(7, "name", Str),
+        ptr(
+            8,
+            "fieldSelector",
+            Ty::Message(&AUTHORIZATION_V1_FIELD_SELECTOR_ATTRIBUTES),
+        ),
+        ptr(
+            9,
+            "labelSelector",
+            Ty::Message(&AUTHORIZATION_V1_LABEL_SELECTOR_ATTRIBUTES),
+        ),
+    ],
+};
+
+static AUTHORIZATION_V1_NON_RESOURCE_ATTRIBUTES: Message = Message {
+    name: "NonResourceAttributes",
+    fields: &[val(1, "path", Str), val(2, "verb", Str)],
+};
+
+static AUTHORIZATION_V1_RESOURCE_RULE: Message = Message {
+    name: "ResourceRule",
+    fields: &[
+        rep(1, "verbs", Str),
+        rep(2, "apiGroups", Str),
+        rep(3, "resources", Str),
+        rep(4, "resourceNames", Str),
+    ],
+};
+
+static AUTHORIZATION_V1_NON_RESOURCE_RULE: Message = Message {
+    name: "NonResourceRule",
+    fields: &[rep(1, "verbs", Str), rep(2, "nonResourceURLs", Str)],
+};
+
 static CORE_V1_TOPOLOGY_SELECTOR_LABEL_REQUIREMENT: Message = Message {
     name: "TopologySelectorLabelRequirement",
     fields: &[keep(1, "key", Str), rep(2, "values", Str)],
@@ -4010,6 +4190,30 @@ static NETWORKING_V1_NETWORK_POLICY_PEER: Message = Message {
     ],
 };
 
+static AUTHORIZATION_V1_FIELD_SELECTOR_ATTRIBUTES: Message = Message {
+    name: "FieldSelectorAttributes",
+    fields: &[
+        val(1, "rawSelector", Str),
+        rep(
+            2,
+            "requirements",
+            Ty::Message(&META_V1_FIELD_SELECTOR_REQUIREMENT),
+        ),
+    ],
+};
+
+static AUTHORIZATION_V1_LABEL_SELECTOR_ATTRIBUTES: Message = Message {
+    name: "LabelSelectorAttributes",
+    fields: &[
+        val(1, "rawSelector", Str),
+        rep(
+            2,
+            "requirements",
+            Ty::Message(&META_V1_LABEL_SELECTOR_REQUIREMENT),
+        ),
+    ],
+};
+
 static STORAGE_V1_VOLUME_NODE_RESOURCES: Message = Message {
     name: "VolumeNodeResources",
     fields: &[ptr(1, "count", Int)],
@@ -4598,6 +4802,15 @@ static NETWORKING_V1_INGRESS_PORT_STATUS: Message = Message {
 static NETWORKING_V1_IP_BLOCK: Message = Message {
     name: "IPBlock",
     fields: &[keep(1, "cidr", Str), rep(2, "except", Str)],
+};
+
+static META_V1_FIELD_SELECTOR_REQUIREMENT: Message = Message {
+    name: "FieldSelectorRequirement",
+    fields: &[
+        keep(1, "key", Str),
+        keep(2, "operator", Str),
+        rep(3, "values", Str),
+    ],
 };
 
 static APIEXTENSIONS_V1_JSON_SCHEMA_PROPS: Message = Message {
@@ -5202,6 +5415,26 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
         &POLICY_V1_POD_DISRUPTION_BUDGET,
     ),
     ("policy/v1", "Eviction", &POLICY_V1_EVICTION),
+    (
+        "authorization.k8s.io/v1",
+        "SubjectAccessReview",
+        &AUTHORIZATION_V1_SUBJECT_ACCESS_REVIEW,
+    ),
+    (
+        "authorization.k8s.io/v1",
+        "SelfSubjectAccessReview",
+        &AUTHORIZATION_V1_SELF_SUBJECT_ACCESS_REVIEW,
+    ),
+    (
+        "authorization.k8s.io/v1",
+        "LocalSubjectAccessReview",
+        &AUTHORIZATION_V1_LOCAL_SUBJECT_ACCESS_REVIEW,
+    ),
+    (
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+        &AUTHORIZATION_V1_SELF_SUBJECT_RULES_REVIEW,
+    ),
     ("rbac.authorization.k8s.io/v1", "Role", &RBAC_V1_ROLE),
     (
         "rbac.authorization.k8s.io/v1",

@@ -26,7 +26,8 @@
 //! PersistentVolume, LimitRange, ResourceQuota, ReplicationController; apps/v1
 //! ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet; autoscaling/v1 Scale;
 //! events.k8s.io/v1 Event; batch/v1 CronJob, Job; networking.k8s.io/v1 IngressClass, Ingress,
-//! NetworkPolicy; policy/v1 PodDisruptionBudget, Eviction; rbac.authorization.k8s.io/v1 Role,
+//! NetworkPolicy; policy/v1 PodDisruptionBudget, Eviction; authorization.k8s.io/v1 the four access
+//! reviews; rbac.authorization.k8s.io/v1 Role,
 //! ClusterRole, RoleBinding, ClusterRoleBinding; storage.k8s.io/v1 StorageClass;
 //! apiextensions.k8s.io/v1 CustomResourceDefinition; scheduling.k8s.io/v1 PriorityClass;
 //! coordination.k8s.io/v1 Lease; discovery.k8s.io/v1 EndpointSlice; apiregistration.k8s.io/v1

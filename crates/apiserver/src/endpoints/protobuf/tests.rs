@@ -1167,10 +1167,10 @@ fn check_against_prost<T: prost::Message + Default + std::fmt::Debug>(
 #[test]
 fn every_kind_fully_populated_matches_prost() {
     use k8s_pb::api::{
-        apps::v1 as apps, autoscaling::v1 as autoscaling, batch::v1 as batch,
-        coordination::v1 as coord, discovery::v1 as discovery, events::v1 as events,
-        networking::v1 as net, policy::v1 as pol, rbac::v1 as rbac, scheduling::v1 as sched,
-        storage::v1 as storage,
+        apps::v1 as apps, authorization::v1 as authz, autoscaling::v1 as autoscaling,
+        batch::v1 as batch, coordination::v1 as coord, discovery::v1 as discovery,
+        events::v1 as events, networking::v1 as net, policy::v1 as pol, rbac::v1 as rbac,
+        scheduling::v1 as sched, storage::v1 as storage,
     };
     use k8s_pb::api::{
         authentication::v1 as authn, autoscaling::v2 as autoscaling2, certificates::v1 as certs,
@@ -1291,6 +1291,26 @@ fn every_kind_fully_populated_matches_prost() {
             "policy/v1",
             "Eviction",
             check_against_prost::<pol::Eviction>,
+        ),
+        (
+            "authorization.k8s.io/v1",
+            "SubjectAccessReview",
+            check_against_prost::<authz::SubjectAccessReview>,
+        ),
+        (
+            "authorization.k8s.io/v1",
+            "SelfSubjectAccessReview",
+            check_against_prost::<authz::SelfSubjectAccessReview>,
+        ),
+        (
+            "authorization.k8s.io/v1",
+            "LocalSubjectAccessReview",
+            check_against_prost::<authz::LocalSubjectAccessReview>,
+        ),
+        (
+            "authorization.k8s.io/v1",
+            "SelfSubjectRulesReview",
+            check_against_prost::<authz::SelfSubjectRulesReview>,
         ),
         (
             "rbac.authorization.k8s.io/v1",

@@ -489,9 +489,9 @@ impl Options {
             }
         }
         for mode in &self.authorization_mode {
-            if !matches!(mode.as_str(), "AlwaysAllow" | "AlwaysDeny") {
+            if !matches!(mode.as_str(), "AlwaysAllow" | "AlwaysDeny" | "Node") {
                 errors.push(format!(
-                    "--authorization-mode: authorization mode {mode:?} is not supported (supported: AlwaysAllow, AlwaysDeny)"
+                    "--authorization-mode: authorization mode {mode:?} is not supported (supported: AlwaysAllow, AlwaysDeny, Node)"
                 ));
             }
         }

@@ -488,6 +488,13 @@ pub async fn run(
         .map_err(setup("registering hooks"))?;
     server
         .add_post_start_hook(
+            crate::bootstrappolicy::hook::HOOK_NAME,
+            crate::bootstrappolicy::hook::bootstrap_roles_hook(&stores)
+                .map_err(StartError::Setup)?,
+        )
+        .map_err(setup("registering hooks"))?;
+    server
+        .add_post_start_hook(
             "namespace-controller",
             crate::registry::namespace::namespace_controller_hook(stores.clone()),
         )
@@ -516,6 +523,22 @@ pub async fn run(
         build_authenticator(&authn_options).map_err(setup("--token-auth-file"))?;
     config.authorizer =
         Some(auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?);
+    if let (Some(informer), Some(store)) = (
+        deps.informers
+            .informer("rbac.authorization.k8s.io", "clusterroles"),
+        stores.get(&(
+            "rbac.authorization.k8s.io".to_string(),
+            "clusterroles".to_string(),
+        )),
+    ) {
+        use crate::controllers::clusterrole_aggregation as aggregation;
+        server
+            .add_post_start_hook(
+                aggregation::HOOK_NAME,
+                aggregation::clusterrole_aggregation_hook(informer, store.clone()),
+            )
+            .map_err(setup("registering hooks"))?;
+    }
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

@@ -22,10 +22,11 @@ fn plugin(
     mode: AuthorizationMode,
     deps: &AuthDeps<'_>,
 ) -> Result<Option<Arc<dyn Authorizer>>, AuthorizerConfigError> {
-    let _ = deps;
     match mode {
+        AuthorizationMode::Node => Ok(Some(Arc::new(super::node::node_authorizer(
+            &deps.informers,
+        )))),
         AuthorizationMode::Rbac
-        | AuthorizationMode::Node
         | AuthorizationMode::Webhook
         | AuthorizationMode::Abac
         | AuthorizationMode::AlwaysAllow

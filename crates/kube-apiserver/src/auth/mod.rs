@@ -5,6 +5,7 @@
 
 pub mod authenticator;
 pub mod authorizer;
+pub mod node;
 
 use tokio_util::sync::CancellationToken;
 

@@ -1,0 +1,345 @@
+//! The `rbac/bootstrap-roles` post-start hook (upstream `pkg/registry/rbac/rest/storage_rbac.go`):
+//! at every start, creates the default roles and bindings that are missing and adds what the
+//! stored ones lack, leaving objects annotated `autoupdate: "false"` alone. Its health check
+//! keeps `/readyz` failing until it has run.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use apiserver::registry::rest::{
+    CreateOptions, DeleteOptions, GetOptions, ListOptions, RequestContext, RestStorage,
+    UpdateOptions,
+};
+use apiserver::registry::store::Store;
+use apiserver::server::hooks::PostStartHookFn;
+use apiserver::status::{ApiError, reason};
+use serde_json::{Value, json};
+
+use super::reconciliation::{Operation, Reconciled, reconcile_binding, reconcile_role};
+use super::{
+    BindingSpec, RoleSpec, cluster_role_bindings, cluster_roles, namespace_role_bindings,
+    namespace_roles,
+};
+use crate::install::Stores;
+
+/// The hook's name.
+pub const HOOK_NAME: &str = "rbac/bootstrap-roles";
+
+/// How often storage is tried while it does not answer, and for how long (upstream: every
+/// second for 30 seconds, then the server exits).
+const RETRY_INTERVAL: Duration = Duration::from_secs(1);
+const RETRY_FOR: Duration = Duration::from_secs(30);
+
+/// Roles whose rules moved into aggregated roles: a stored `admin` without an aggregation
+/// rule (from before aggregation) has its rules copied to `system:aggregate-to-admin` first,
+/// so reconciling does not lose custom rules.
+const CLUSTER_ROLES_TO_AGGREGATE: [(&str, &str); 3] = [
+    ("admin", "system:aggregate-to-admin"),
+    ("edit", "system:aggregate-to-edit"),
+    ("view", "system:aggregate-to-view"),
+];
+
+const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// The stores the hook writes through.
+#[derive(Clone)]
+struct RbacStores {
+    cluster_roles: Store,
+    cluster_role_bindings: Store,
+    roles: Store,
+    role_bindings: Store,
+    namespaces: Store,
+}
+
+impl RbacStores {
+    fn from(stores: &Stores) -> Result<Self, String> {
+        let get = |group: &str, resource: &str| {
+            stores
+                .get(&(group.to_string(), resource.to_string()))
+                .cloned()
+                .ok_or_else(|| format!("no {resource} store installed"))
+        };
+        Ok(RbacStores {
+            cluster_roles: get(RBAC_GROUP, "clusterroles")?,
+            cluster_role_bindings: get(RBAC_GROUP, "clusterrolebindings")?,
+            roles: get(RBAC_GROUP, "roles")?,
+            role_bindings: get(RBAC_GROUP, "rolebindings")?,
+            namespaces: get("", "namespaces")?,
+        })
+    }
+}
+
+/// The `rbac/bootstrap-roles` hook over the installed stores.
+pub fn bootstrap_roles_hook(stores: &Stores) -> Result<PostStartHookFn, String> {
+    let stores = RbacStores::from(stores)?;
+    Ok(Arc::new(move |ctx| {
+        let stores = stores.clone();
+        Box::pin(async move {
+            let deadline = tokio::time::Instant::now() + RETRY_FOR;
+            loop {
+                match ensure_policy(&stores).await {
+                    Ok(()) => return Ok(()),
+                    Err(err) => tracing::error!("{err}"),
+                }
+                if tokio::time::Instant::now() + RETRY_INTERVAL > deadline {
+                    return Err(
+                        "unable to initialize roles: timed out waiting for the condition".into(),
+                    );
+                }
+                tokio::select! {
+                    () = ctx.stop.cancelled() => return Ok(()),
+                    () = tokio::time::sleep(RETRY_INTERVAL) => {}
+                }
+            }
+        })
+    }))
+}
+
+fn in_namespace(namespace: &str) -> RequestContext {
+    RequestContext {
+        namespace: namespace.to_string(),
+        ..RequestContext::default()
+    }
+}
+
+/// One pass: storage must answer, then every object is reconciled; a failure on one object
+/// is logged and the others still done (upstream: "try to create as many as you can").
+async fn ensure_policy(stores: &RbacStores) -> Result<(), String> {
+    let all = RequestContext::default();
+    stores
+        .cluster_roles
+        .list(&all, &ListOptions::default())
+        .await
+        .map_err(|e| format!("unable to initialize clusterroles: {e}"))?;
+    stores
+        .cluster_role_bindings
+        .list(&all, &ListOptions::default())
+        .await
+        .map_err(|e| format!("unable to initialize clusterrolebindings: {e}"))?;
+    prime_aggregated_cluster_roles(&stores.cluster_roles)
+        .await
+        .map_err(|e| format!("unable to prime aggregated clusterroles: {e}"))?;
+
+    for role in cluster_roles() {
+        reconcile_one_role(&stores.cluster_roles, &role, "clusterrole").await;
+    }
+    for binding in cluster_role_bindings() {
+        reconcile_one_binding(
+            &stores.cluster_role_bindings,
+            &binding,
+            "clusterrolebinding",
+        )
+        .await;
+    }
+    for role in namespace_roles() {
+        ensure_namespace(&stores.namespaces, role.namespace).await;
+        reconcile_one_role(&stores.roles, &role, "role").await;
+    }
+    for binding in namespace_role_bindings() {
+        ensure_namespace(&stores.namespaces, binding.namespace).await;
+        reconcile_one_binding(&stores.role_bindings, &binding, "rolebinding").await;
+    }
+    Ok(())
+}
+
+/// Creates `namespace` if it is missing (the system namespaces hook runs at the same time).
+async fn ensure_namespace(namespaces: &Store, namespace: &str) {
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
+    match namespaces
+        .create(&RequestContext::default(), ns, &CreateOptions::default())
+        .await
+    {
+        Ok(_) => {}
+        Err(err) if err.reason() == reason::ALREADY_EXISTS => {}
+        Err(err) => tracing::warn!("unable to create namespace {namespace}: {err}"),
+    }
+}
+
+async fn prime_aggregated_cluster_roles(store: &Store) -> Result<(), ApiError> {
+    let ctx = RequestContext::default();
+    for (old, new) in CLUSTER_ROLES_TO_AGGREGATE {
+        match store.get(&ctx, new, &GetOptions::default()).await {
+            Ok(_) => continue,
+            Err(err) if err.reason() == reason::NOT_FOUND => {}
+            Err(err) => return Err(err),
+        }
+        let mut existing = match store.get(&ctx, old, &GetOptions::default()).await {
+            Ok(existing) => existing,
+            Err(err) if err.reason() == reason::NOT_FOUND => continue,
+            Err(err) => return Err(err),
+        };
+        if existing
+            .get("aggregationRule")
+            .is_some_and(|r| !r.is_null())
+        {
+            // Already aggregated: no custom rules left to carry over.
+            return Ok(());
+        }
+        tracing::info!("migrating {old} to {new}");
+        if let Some(metadata) = existing.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.insert("name".into(), new.into());
+            for field in [
+                "resourceVersion",
+                "uid",
+                "creationTimestamp",
+                "managedFields",
+            ] {
+                metadata.remove(field);
+            }
+        }
+        match store
+            .create(&ctx, existing, &CreateOptions::default())
+            .await
+        {
+            Ok(_) => {}
+            Err(err) if err.reason() == reason::ALREADY_EXISTS => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// The stored object, `None` when there is none.
+async fn stored(store: &Store, namespace: &str, name: &str) -> Result<Option<Value>, ApiError> {
+    match store
+        .get(&in_namespace(namespace), name, &GetOptions::default())
+        .await
+    {
+        Ok(obj) => Ok(Some(obj)),
+        Err(err) if err.reason() == reason::NOT_FOUND => Ok(None),
+        Err(err) => Err(err),
+    }
+}
+
+/// The reconciliation's write: a create, an update that reconciles again with whatever is
+/// stored when it runs (so a concurrent write is not lost), or a delete and create.
+async fn apply(
+    store: &Store,
+    namespace: &str,
+    name: &str,
+    result: &Reconciled,
+    expected: Value,
+    reconcile: fn(Option<&Value>, &Value) -> Reconciled,
+) -> Result<(), ApiError> {
+    let ctx = in_namespace(namespace);
+    match result.operation {
+        Operation::None => Ok(()),
+        Operation::Create => match store
+            .create(&ctx, result.object.clone(), &CreateOptions::default())
+            .await
+        {
+            Ok(_) => Ok(()),
+            // Created meanwhile (another server of the cluster): reconciled at its start.
+            Err(err) if err.reason() == reason::ALREADY_EXISTS => Ok(()),
+            Err(err) => Err(err),
+        },
+        Operation::Update => {
+            let update =
+                Box::new(move |current: Option<&Value>| Ok(reconcile(current, &expected).object));
+            store
+                .update(&ctx, name, update, &UpdateOptions::default(), false)
+                .await
+                .map(|_| ())
+        }
+        Operation::Recreate => {
+            match store.delete(&ctx, name, &DeleteOptions::default()).await {
+                Ok(_) => {}
+                Err(err) if err.reason() == reason::NOT_FOUND => {}
+                Err(err) => return Err(err),
+            }
+            store
+                .create(&ctx, result.object.clone(), &CreateOptions::default())
+                .await
+                .map(|_| ())
+        }
+    }
+}
+
+fn describe(kind: &str, namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        format!("{kind}.{RBAC_GROUP}/{name}")
+    } else {
+        format!("{kind}.{RBAC_GROUP}/{name} in {namespace}")
+    }
+}
+
+async fn reconcile_one_role(store: &Store, role: &RoleSpec, kind: &str) {
+    let what = describe(kind, role.namespace, &role.name);
+    let expected = role.to_value();
+    let outcome = async {
+        let existing = stored(store, role.namespace, &role.name).await?;
+        let result = reconcile_role(existing.as_ref(), &expected);
+        if result.protected {
+            if result.operation != Operation::None {
+                tracing::warn!(
+                    "skipped reconcile-protected {what} with missing permissions: {:?}",
+                    result.missing_rules
+                );
+            }
+            return Ok(());
+        }
+        apply(
+            store,
+            role.namespace,
+            &role.name,
+            &result,
+            expected.clone(),
+            reconcile_role,
+        )
+        .await?;
+        match result.operation {
+            Operation::Create => tracing::info!("created {what}"),
+            Operation::Update => tracing::info!(
+                "updated {what} with additional permissions: {:?}",
+                result.missing_rules
+            ),
+            Operation::None | Operation::Recreate => {}
+        }
+        Ok::<(), ApiError>(())
+    }
+    .await;
+    if let Err(err) = outcome {
+        tracing::error!("unable to reconcile {what}: {err}");
+    }
+}
+
+async fn reconcile_one_binding(store: &Store, binding: &BindingSpec, kind: &str) {
+    let what = describe(kind, binding.namespace, &binding.name);
+    let expected = binding.to_value();
+    let outcome = async {
+        let existing = stored(store, binding.namespace, &binding.name).await?;
+        let result = reconcile_binding(existing.as_ref(), &expected);
+        if result.protected {
+            if result.operation != Operation::None {
+                tracing::warn!(
+                    "skipped reconcile-protected {what} with missing subjects: {:?}",
+                    result.missing_subjects
+                );
+            }
+            return Ok(());
+        }
+        apply(
+            store,
+            binding.namespace,
+            &binding.name,
+            &result,
+            expected.clone(),
+            reconcile_binding,
+        )
+        .await?;
+        match result.operation {
+            Operation::Create => tracing::info!("created {what}"),
+            Operation::Update => tracing::info!(
+                "updated {what} with additional subjects: {:?}",
+                result.missing_subjects
+            ),
+            Operation::Recreate => tracing::info!("recreated {what}"),
+            Operation::None => {}
+        }
+        Ok::<(), ApiError>(())
+    }
+    .await;
+    if let Err(err) = outcome {
+        tracing::error!("unable to reconcile {what}: {err}");
+    }
+}

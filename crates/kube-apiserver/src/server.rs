@@ -488,13 +488,6 @@ pub async fn run(
         .map_err(setup("registering hooks"))?;
     server
         .add_post_start_hook(
-            crate::bootstrappolicy::hook::HOOK_NAME,
-            crate::bootstrappolicy::hook::bootstrap_roles_hook(&stores)
-                .map_err(StartError::Setup)?,
-        )
-        .map_err(setup("registering hooks"))?;
-    server
-        .add_post_start_hook(
             "namespace-controller",
             crate::registry::namespace::namespace_controller_hook(stores.clone()),
         )
@@ -523,22 +516,19 @@ pub async fn run(
         build_authenticator(&authn_options).map_err(setup("--token-auth-file"))?;
     config.authorizer =
         Some(auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?);
-    if let (Some(informer), Some(store)) = (
-        deps.informers
-            .informer("rbac.authorization.k8s.io", "clusterroles"),
-        stores.get(&(
-            "rbac.authorization.k8s.io".to_string(),
-            "clusterroles".to_string(),
-        )),
-    ) {
-        use crate::controllers::clusterrole_aggregation as aggregation;
-        server
-            .add_post_start_hook(
-                aggregation::HOOK_NAME,
-                aggregation::clusterrole_aggregation_hook(informer, store.clone()),
+    // The default RBAC policy, then the ClusterRole aggregation controller on the shared
+    // ClusterRole informer.
+    server
+        .add_post_start_hook(
+            crate::bootstrappolicy::hook::HOOK_NAME,
+            crate::bootstrappolicy::hook::bootstrap_roles_hook(
+                &stores,
+                deps.informers
+                    .informer("rbac.authorization.k8s.io", "clusterroles"),
             )
-            .map_err(setup("registering hooks"))?;
-    }
+            .map_err(StartError::Setup)?,
+        )
+        .map_err(setup("registering hooks"))?;
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

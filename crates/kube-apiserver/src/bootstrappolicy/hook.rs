@@ -1,11 +1,12 @@
 //! The `rbac/bootstrap-roles` post-start hook (upstream `pkg/registry/rbac/rest/storage_rbac.go`):
 //! at every start, creates the default roles and bindings that are missing and adds what the
-//! stored ones lack, leaving objects annotated `autoupdate: "false"` alone. Its health check
-//! keeps `/readyz` failing until it has run.
+//! stored ones lack, leaving objects annotated `autoupdate: "false"` alone; then starts the
+//! ClusterRole aggregation controller. Its health check keeps `/readyz` failing until then.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use apiserver::registry::informer::Informer;
 use apiserver::registry::rest::{
     CreateOptions, DeleteOptions, GetOptions, ListOptions, RequestContext, RestStorage,
     UpdateOptions,
@@ -20,6 +21,7 @@ use super::{
     BindingSpec, RoleSpec, cluster_role_bindings, cluster_roles, namespace_role_bindings,
     namespace_roles,
 };
+use crate::controllers::clusterrole_aggregation;
 use crate::install::Stores;
 
 /// The hook's name.
@@ -69,16 +71,32 @@ impl RbacStores {
     }
 }
 
-/// The `rbac/bootstrap-roles` hook over the installed stores.
-pub fn bootstrap_roles_hook(stores: &Stores) -> Result<PostStartHookFn, String> {
+/// The `rbac/bootstrap-roles` hook over the installed stores. With an informer over
+/// ClusterRoles, it then starts the ClusterRole aggregation controller, whose first pass is
+/// done when the hook returns (so `/readyz` passes with `admin`, `edit` and `view` filled).
+pub fn bootstrap_roles_hook(
+    stores: &Stores,
+    cluster_role_informer: Option<Informer>,
+) -> Result<PostStartHookFn, String> {
     let stores = RbacStores::from(stores)?;
     Ok(Arc::new(move |ctx| {
         let stores = stores.clone();
+        let informer = cluster_role_informer.clone();
         Box::pin(async move {
             let deadline = tokio::time::Instant::now() + RETRY_FOR;
             loop {
                 match ensure_policy(&stores).await {
-                    Ok(()) => return Ok(()),
+                    Ok(()) => {
+                        if let Some(informer) = informer {
+                            clusterrole_aggregation::start(
+                                informer,
+                                stores.cluster_roles.clone(),
+                                ctx.stop.clone(),
+                            )
+                            .await;
+                        }
+                        return Ok(());
+                    }
                     Err(err) => tracing::error!("{err}"),
                 }
                 if tokio::time::Instant::now() + RETRY_INTERVAL > deadline {

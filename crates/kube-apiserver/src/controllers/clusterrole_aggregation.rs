@@ -1,23 +1,20 @@
 //! The ClusterRole aggregation controller (upstream `pkg/controller/clusterroleaggregation`,
-//! which runs in kube-controller-manager; there is none here, so kube-apiserver runs it from a
-//! post-start hook): the rules of a ClusterRole with an `aggregationRule` are the union of
+//! which runs in kube-controller-manager; there is none here, so kube-apiserver starts it once
+//! the `rbac/bootstrap-roles` hook has written the default roles): the rules of a ClusterRole with an `aggregationRule` are the union of
 //! the rules of the ClusterRoles its selectors match, kept current as roles change.
 
 use std::sync::Arc;
 
 use apiserver::registry::informer::{Informer, InformerEvent};
-use apiserver::registry::rest::{RequestContext, RestStorage, UpdateOptions};
+use apiserver::registry::rest::{ListOptions, RequestContext, RestStorage, UpdateOptions};
 use apiserver::registry::store::Store;
-use apiserver::server::hooks::PostStartHookFn;
 use apiserver::storage::selection::LabelSelector;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::Value;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 use crate::apis::table::format_label_selector;
-
-/// The hook's name.
-pub const HOOK_NAME: &str = "start-clusterrole-aggregation-controller";
 
 /// A rule as upstream compares them (semantic equality: an empty list is an absent one).
 fn normalized(rule: &Value) -> Option<PolicyRule> {
@@ -103,72 +100,101 @@ fn rules_value(rules: &[PolicyRule]) -> Value {
     serde_json::to_value(rules).unwrap_or(Value::Null)
 }
 
-/// Brings every aggregating role's rules up to date with the informer's view.
-async fn sync_all(informer: &Informer, store: &Store) {
-    let roles = informer.list();
-    for role in &roles {
-        let Some(rules) = aggregated_rules(role, &roles) else {
-            continue;
-        };
-        if rules == rules_of(role) {
-            continue;
+/// How many passes one sync makes at most: aggregated roles that aggregate others (`admin`
+/// takes `edit`, which takes `view`) settle one level a pass.
+const MAX_PASSES: usize = 8;
+
+/// Brings every aggregating role among `roles` up to date, pass after pass until nothing
+/// changes, so roles aggregating aggregated roles settle in one sync.
+async fn sync_all(roles: &[Arc<Value>], store: &Store) {
+    let mut roles = roles.to_vec();
+    for _ in 0..MAX_PASSES {
+        let mut changed = false;
+        for i in 0..roles.len() {
+            let Some(rules) = aggregated_rules(&roles[i], &roles) else {
+                continue;
+            };
+            if rules == rules_of(&roles[i]) {
+                continue;
+            }
+            if let Some(updated) = write_rules(store, name_of(&roles[i]), &rules).await {
+                roles[i] = Arc::new(updated);
+                changed = true;
+            }
         }
-        let name = name_of(role).to_string();
-        let wanted = rules_value(&rules);
-        let update = Box::new(move |current: Option<&Value>| {
-            let mut role = current.cloned().ok_or_else(|| {
-                apiserver::status::ApiError::not_found(
-                    "rbac.authorization.k8s.io",
-                    "clusterroles",
-                    "",
-                )
-            })?;
-            role["rules"] = wanted.clone();
-            Ok(role)
-        });
-        if let Err(err) = store
-            .update(
-                &RequestContext::default(),
-                &name,
-                update,
-                &UpdateOptions::default(),
-                false,
-            )
-            .await
-        {
-            // A role deleted meanwhile; anything else is retried on the next change.
-            tracing::warn!("unable to aggregate clusterrole {name}: {err}");
+        if !changed {
+            return;
         }
     }
 }
 
-/// The hook: once `informer` (over ClusterRoles) has synced, brings the aggregated roles up
-/// to date, then again after every change until the server stops.
-pub fn clusterrole_aggregation_hook(informer: Informer, cluster_roles: Store) -> PostStartHookFn {
-    Arc::new(move |ctx| {
-        let informer = informer.clone();
-        let store = cluster_roles.clone();
-        Box::pin(async move {
-            let changed = Arc::new(Notify::new());
-            let notify = changed.clone();
-            // Any change can change what any aggregating role selects: all are synced again.
-            informer.add_handler(Arc::new(move |_event: &InformerEvent| {
-                notify.notify_one();
-            }));
-            informer.wait_synced().await;
-            sync_all(&informer, &store).await;
-            let stop = ctx.stop.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::select! {
-                        () = stop.cancelled() => return,
-                        () = changed.notified() => sync_all(&informer, &store).await,
-                    }
-                }
-            });
-            Ok(())
-        })
-    })
+/// Sets the rules of the stored role `name`; the updated role, `None` when that failed.
+async fn write_rules(store: &Store, name: &str, rules: &[PolicyRule]) -> Option<Value> {
+    let wanted = rules_value(rules);
+    let update = Box::new(move |current: Option<&Value>| {
+        let mut role = current.cloned().ok_or_else(|| {
+            apiserver::status::ApiError::not_found("rbac.authorization.k8s.io", "clusterroles", "")
+        })?;
+        role["rules"] = wanted.clone();
+        Ok(role)
+    });
+    match store
+        .update(
+            &RequestContext::default(),
+            name,
+            update,
+            &UpdateOptions::default(),
+            false,
+        )
+        .await
+    {
+        Ok((updated, _)) => Some(updated),
+        Err(err) => {
+            // A role deleted meanwhile; anything else is retried on the next change.
+            tracing::warn!("unable to aggregate clusterrole {name}: {err}");
+            None
+        }
+    }
+}
+
+/// Every ClusterRole as stored now (a consistent read, once at start, so the first pass sees
+/// what the bootstrap policy just wrote even if the informer has not yet).
+async fn stored_roles(store: &Store) -> Vec<Arc<Value>> {
+    match store
+        .list(&RequestContext::default(), &ListOptions::default())
+        .await
+    {
+        Ok(list) => list
+            .get("items")
+            .and_then(Value::as_array)
+            .map(|items| items.iter().cloned().map(Arc::new).collect())
+            .unwrap_or_default(),
+        Err(err) => {
+            tracing::warn!("unable to list clusterroles to aggregate: {err}");
+            Vec::new()
+        }
+    }
+}
+
+/// Starts the controller: aggregates what is stored now, then again after every change
+/// `informer` (over ClusterRoles) sees, until `stop`.
+pub async fn start(informer: Informer, store: Store, stop: CancellationToken) {
+    let changed = Arc::new(Notify::new());
+    let notify = changed.clone();
+    // Any change can change what any aggregating role selects: all are synced again.
+    informer.add_handler(Arc::new(move |_event: &InformerEvent| {
+        notify.notify_one();
+    }));
+    sync_all(&stored_roles(&store).await, &store).await;
+    tokio::spawn(async move {
+        informer.wait_synced().await;
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = changed.notified() => sync_all(&informer.list(), &store).await,
+            }
+        }
+    });
 }
 
 #[cfg(test)]

@@ -85,8 +85,8 @@ async fn bootstrap_roles_and_bindings_exist_once_ready_and_kubectl_lists_them() 
             "{name} missing from:\n{roles}"
         );
     }
-    // Every default ClusterRole: 31 for users and components, 35 for controllers.
-    assert_eq!(roles.lines().count(), 66, "{roles}");
+    // Every default ClusterRole: 31 for users and components, 37 for controllers.
+    assert_eq!(roles.lines().count(), 68, "{roles}");
 
     let bindings = kubectl(&server, &["get", "clusterrolebindings", "-o", "name"]).await;
     assert!(

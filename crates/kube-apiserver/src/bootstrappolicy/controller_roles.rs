@@ -564,6 +564,38 @@ pub fn controller_roles() -> Vec<RoleSpec> {
                 events_rule(),
             ],
         ),
+        // SELinuxChangePolicy (on by default since 1.33).
+        controller(
+            "selinux-warning-controller",
+            vec![
+                rule(
+                    READ,
+                    &[CORE],
+                    &["persistentvolumeclaims", "persistentvolumes", "pods"],
+                ),
+                rule(READ, &[STORAGE], &["csidrivers"]),
+                events_rule(),
+            ],
+        ),
+        // VolumeAttributesClass (GA in 1.34).
+        controller(
+            "volumeattributesclass-protection-controller",
+            vec![
+                rule(
+                    &["list", "watch", "get"],
+                    &[CORE],
+                    &["persistentvolumeclaims"],
+                ),
+                rule(&["list", "watch", "get"], &[CORE], &["persistentvolumes"]),
+                rule(
+                    &["get", "list", "watch", "update"],
+                    &[STORAGE],
+                    &["volumeattributesclasses"],
+                ),
+                events_rule(),
+            ],
+        ),
+        // MultiCIDRServiceAllocator (GA in 1.33).
         controller(
             "service-cidrs-controller",
             vec![

@@ -68,13 +68,39 @@ async fn a_node_reads_the_secret_of_a_pod_bound_to_it_until_the_pod_is_deleted()
     }
     create(
         &admin,
+        "/api/v1/namespaces/default/persistentvolumeclaims",
+        json!({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "claim"},
+            "spec": {"accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}, "volumeName": "pv1"}
+        }),
+    )
+    .await;
+    for (pv, claim) in [("pv1", "claim"), ("pv2", "elsewhere")] {
+        create(
+            &admin,
+            "/api/v1/persistentvolumes",
+            json!({
+                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+                "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                         "hostPath": {"path": "/tmp"},
+                         "claimRef": {"namespace": "default", "name": claim}}
+            }),
+        )
+        .await;
+    }
+    create(
+        &admin,
         "/api/v1/namespaces/default/pods",
         json!({
             "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p1"},
             "spec": {
                 "nodeName": "n1",
                 "containers": [{"name": "c", "image": "busybox"}],
-                "volumes": [{"name": "s", "secret": {"secretName": "used"}}]
+                "volumes": [
+                    {"name": "s", "secret": {"secretName": "used"}},
+                    {"name": "data", "persistentVolumeClaim": {"claimName": "claim"}}
+                ]
             }
         }),
     )
@@ -101,6 +127,19 @@ async fn a_node_reads_the_secret_of_a_pod_bound_to_it_until_the_pod_is_deleted()
     assert_eq!(status, 403, "{body}");
     // Listing secrets is not reading one the graph knows.
     let (status, body) = status_of(&n1, SECRETS).await;
+    assert_eq!(status, 403, "{body}");
+    // The pod's claim and the volume bound to it, not another volume.
+    eventually("n1 reads the volume of its pod's claim", || async {
+        (status_of(&n1, "/api/v1/persistentvolumes/pv1").await.0 == 200).then_some(())
+    })
+    .await;
+    let (status, body) = status_of(
+        &n1,
+        "/api/v1/namespaces/default/persistentvolumeclaims/claim",
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = status_of(&n1, "/api/v1/persistentvolumes/pv2").await;
     assert_eq!(status, 403, "{body}");
     // What every node may do, from the static node rules.
     let (status, body) = status_of(&n1, "/api/v1/services").await;

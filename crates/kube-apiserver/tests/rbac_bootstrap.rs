@@ -30,10 +30,14 @@ async fn get(client: &Client, path: &str) -> (u16, Value) {
 const CLUSTER_ROLES: &str = "/apis/rbac.authorization.k8s.io/v1/clusterroles";
 
 async fn kubectl(server: &ApiServer, args: &[&str]) -> String {
+    kubectl_version("kubectl-1.35", server, args).await
+}
+
+async fn kubectl_version(kubectl: &str, server: &ApiServer, args: &[&str]) -> String {
     let kubeconfig = server.kubeconfig().display().to_string();
     let mut all = vec!["--kubeconfig", kubeconfig.as_str()];
     all.extend_from_slice(args);
-    let out = run_tool("kubectl-1.35", &server.data_dir, &all).await;
+    let out = run_tool(kubectl, &server.data_dir, &all).await;
     assert_eq!(out.code, Some(0), "kubectl {args:?}: {out:?}");
     out.stdout
 }
@@ -47,18 +51,19 @@ async fn bootstrap_roles_and_bindings_exist_once_ready_and_kubectl_lists_them() 
         "{readyz}"
     );
 
-    let roles = kubectl(
-        &server,
-        &[
-            "get",
-            "clusterroles",
-            "-l",
-            "kubernetes.io/bootstrapping=rbac-defaults",
-            "-o",
-            "name",
-        ],
-    )
-    .await;
+    let list_defaults = [
+        "get",
+        "clusterroles",
+        "-l",
+        "kubernetes.io/bootstrapping=rbac-defaults",
+        "-o",
+        "name",
+    ];
+    let roles = kubectl(&server, &list_defaults).await;
+    assert_eq!(
+        kubectl_version("kubectl-1.20", &server, &list_defaults).await,
+        roles
+    );
     for name in [
         "cluster-admin",
         "admin",

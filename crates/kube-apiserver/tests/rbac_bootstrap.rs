@@ -270,6 +270,26 @@ async fn a_restart_restores_edited_default_roles_but_keeps_those_annotated_autou
         json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "someone"}]);
     let (status, body) = send(&client, Method::PUT, binding_path, &discovery).await;
     assert_eq!(status, 200, "{body}");
+    // A default binding recreated by hand for another role (a roleRef cannot be updated).
+    let monitoring_path =
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/system:monitoring";
+    let (status, body) = send(&client, Method::DELETE, monitoring_path, &Value::Null).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = send(
+        &client,
+        Method::POST,
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        &json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "system:monitoring"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "view"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User",
+                          "name": "watcher"}]
+        }),
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
     server.stop().await;
 
     let mut server = ApiServer::builder().data_dir(&data).start().await;
@@ -297,6 +317,21 @@ async fn a_restart_restores_edited_default_roles_but_keeps_those_annotated_autou
             {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "someone"},
             {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:authenticated"}
         ])
+    );
+    // Recreated for its own role, with the subject added by hand kept and the default one back;
+    // the labels and annotations it lacked are added.
+    let (_, monitoring) = get(&client, monitoring_path).await;
+    assert_eq!(monitoring["roleRef"]["name"], "system:monitoring");
+    assert_eq!(
+        monitoring["subjects"],
+        json!([
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "watcher"},
+            {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:monitoring"}
+        ])
+    );
+    assert_eq!(
+        monitoring["metadata"]["labels"]["kubernetes.io/bootstrapping"],
+        "rbac-defaults"
     );
     let log = server.stderr.snapshot().join("\n");
     assert!(

@@ -149,18 +149,29 @@ async fn ensure_policy(stores: &RbacStores) -> Result<(), String> {
         )
         .await;
     }
-    for role in namespace_roles() {
-        ensure_namespace(&stores.namespaces, role.namespace).await;
-        reconcile_one_role(&stores.roles, &role, "role").await;
+    let roles = namespace_roles();
+    let bindings = namespace_role_bindings();
+    let mut namespaces: Vec<&str> = roles
+        .iter()
+        .map(|r| r.namespace)
+        .chain(bindings.iter().map(|b| b.namespace))
+        .collect();
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    for namespace in namespaces {
+        ensure_namespace(&stores.namespaces, namespace).await;
     }
-    for binding in namespace_role_bindings() {
-        ensure_namespace(&stores.namespaces, binding.namespace).await;
-        reconcile_one_binding(&stores.role_bindings, &binding, "rolebinding").await;
+    for role in &roles {
+        reconcile_one_role(&stores.roles, role, "role").await;
+    }
+    for binding in &bindings {
+        reconcile_one_binding(&stores.role_bindings, binding, "rolebinding").await;
     }
     Ok(())
 }
 
-/// Creates `namespace` if it is missing (the system namespaces hook runs at the same time).
+/// Creates `namespace` if it is missing: the system namespaces hook runs at the same time, and
+/// a Role cannot be created in a namespace that does not exist.
 async fn ensure_namespace(namespaces: &Store, namespace: &str) {
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}});
     match namespaces
@@ -306,8 +317,9 @@ async fn reconcile_one_role(store: &Store, role: &RoleSpec, kind: &str) {
         )
         .await?;
         match result.operation {
-            Operation::Create => tracing::info!("created {what}"),
-            Operation::Update => tracing::info!(
+            // Upstream logs these at -v=2.
+            Operation::Create => tracing::debug!("created {what}"),
+            Operation::Update => tracing::debug!(
                 "updated {what} with additional permissions: {:?}",
                 result.missing_rules
             ),
@@ -346,12 +358,12 @@ async fn reconcile_one_binding(store: &Store, binding: &BindingSpec, kind: &str)
         )
         .await?;
         match result.operation {
-            Operation::Create => tracing::info!("created {what}"),
-            Operation::Update => tracing::info!(
+            Operation::Create => tracing::debug!("created {what}"),
+            Operation::Update => tracing::debug!(
                 "updated {what} with additional subjects: {:?}",
                 result.missing_subjects
             ),
-            Operation::Recreate => tracing::info!("recreated {what}"),
+            Operation::Recreate => tracing::debug!("recreated {what}"),
             Operation::None => {}
         }
         Ok::<(), ApiError>(())

@@ -14,6 +14,7 @@ use apiserver::registry::rest::{
 use apiserver::registry::store::Store;
 use apiserver::server::hooks::PostStartHookFn;
 use apiserver::status::{ApiError, reason};
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 use super::reconciliation::{Operation, Reconciled, reconcile_binding, reconcile_role};
@@ -42,6 +43,15 @@ const CLUSTER_ROLES_TO_AGGREGATE: [(&str, &str); 3] = [
 ];
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+
+/// How many objects are reconciled at once.
+const CONCURRENCY: usize = 32;
+
+/// One default object to reconcile, with its store and kind (for log lines).
+enum Object<'a> {
+    Role(&'a Store, &'a RoleSpec, &'static str),
+    Binding(&'a Store, &'a BindingSpec, &'static str),
+}
 
 /// The stores the hook writes through.
 #[derive(Clone)]
@@ -138,17 +148,6 @@ async fn ensure_policy(stores: &RbacStores) -> Result<(), String> {
         .await
         .map_err(|e| format!("unable to prime aggregated clusterroles: {e}"))?;
 
-    for role in cluster_roles() {
-        reconcile_one_role(&stores.cluster_roles, &role, "clusterrole").await;
-    }
-    for binding in cluster_role_bindings() {
-        reconcile_one_binding(
-            &stores.cluster_role_bindings,
-            &binding,
-            "clusterrolebinding",
-        )
-        .await;
-    }
     let roles = namespace_roles();
     let bindings = namespace_role_bindings();
     let mut namespaces: Vec<&str> = roles
@@ -161,12 +160,35 @@ async fn ensure_policy(stores: &RbacStores) -> Result<(), String> {
     for namespace in namespaces {
         ensure_namespace(&stores.namespaces, namespace).await;
     }
-    for role in &roles {
-        reconcile_one_role(&stores.roles, role, "role").await;
-    }
-    for binding in &bindings {
-        reconcile_one_binding(&stores.role_bindings, binding, "rolebinding").await;
-    }
+
+    // The objects are independent of each other (a binding may name a role that does not exist
+    // yet), so they are reconciled concurrently: on a fresh store the creates share fsyncs.
+    let cluster_roles = cluster_roles();
+    let cluster_role_bindings = cluster_role_bindings();
+    let work = cluster_roles
+        .iter()
+        .map(|r| Object::Role(&stores.cluster_roles, r, "clusterrole"))
+        .chain(
+            cluster_role_bindings
+                .iter()
+                .map(|b| Object::Binding(&stores.cluster_role_bindings, b, "clusterrolebinding")),
+        )
+        .chain(roles.iter().map(|r| Object::Role(&stores.roles, r, "role")))
+        .chain(
+            bindings
+                .iter()
+                .map(|b| Object::Binding(&stores.role_bindings, b, "rolebinding")),
+        );
+    futures::stream::iter(work)
+        .for_each_concurrent(CONCURRENCY, |object| async move {
+            match object {
+                Object::Role(store, role, kind) => reconcile_one_role(store, role, kind).await,
+                Object::Binding(store, binding, kind) => {
+                    reconcile_one_binding(store, binding, kind).await;
+                }
+            }
+        })
+        .await;
     Ok(())
 }
 

@@ -395,3 +395,95 @@ async fn reconcile_one_binding(store: &Store, binding: &BindingSpec, kind: &str)
         tracing::error!("unable to reconcile {what}: {err}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use apiserver::storage::Storage;
+    use apiserver::storage::backends::EmbeddedStorage;
+
+    use super::*;
+    use crate::apis::core::namespaces::namespaces;
+    use crate::apis::rbac::{clusterrolebindings, clusterroles, rolebindings, roles};
+
+    fn fixture() -> (tempfile::TempDir, RbacStores) {
+        let dir = tempfile::tempdir().unwrap();
+        let backend: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
+        let store = |def: crate::apis::ResourceDef, key: &str| {
+            Store::new(def.strategy, backend.clone(), &format!("/registry/{key}"))
+        };
+        let stores = RbacStores {
+            cluster_roles: store(clusterroles(), "clusterroles"),
+            cluster_role_bindings: store(clusterrolebindings(), "clusterrolebindings"),
+            roles: store(roles(), "roles"),
+            role_bindings: store(rolebindings(), "rolebindings"),
+            namespaces: store(namespaces(), "namespaces"),
+        };
+        (dir, stores)
+    }
+
+    async fn get(store: &Store, name: &str) -> Value {
+        store
+            .get(&RequestContext::default(), name, &GetOptions::default())
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_second_pass_writes_nothing() {
+        let (_dir, stores) = fixture();
+        ensure_policy(&stores).await.unwrap();
+        let before = get(&stores.cluster_roles, "system:node").await;
+        let binding = get(&stores.cluster_role_bindings, "cluster-admin").await;
+        ensure_policy(&stores).await.unwrap();
+        assert_eq!(get(&stores.cluster_roles, "system:node").await, before);
+        assert_eq!(
+            get(&stores.cluster_role_bindings, "cluster-admin").await,
+            binding
+        );
+        let reader = stores
+            .roles
+            .get(
+                &in_namespace("kube-system"),
+                "extension-apiserver-authentication-reader",
+                &GetOptions::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            reader["rules"][0]["resourceNames"],
+            json!(["extension-apiserver-authentication"])
+        );
+    }
+
+    #[tokio::test]
+    async fn an_admin_role_from_before_aggregation_keeps_its_rules_in_its_aggregate_role() {
+        let (_dir, stores) = fixture();
+        let custom =
+            json!({"apiGroups": ["example.com"], "resources": ["widgets"], "verbs": ["*"]});
+        stores
+            .cluster_roles
+            .create(
+                &RequestContext::default(),
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                       "metadata": {"name": "admin"}, "rules": [custom]}),
+                &CreateOptions::default(),
+            )
+            .await
+            .unwrap();
+        ensure_policy(&stores).await.unwrap();
+        let aggregate = get(&stores.cluster_roles, "system:aggregate-to-admin").await;
+        let rules = aggregate["rules"].as_array().unwrap();
+        assert_eq!(rules[0], custom, "{rules:?}");
+        // The default rules were added after the copied ones.
+        assert!(rules.len() > 1);
+        let admin = get(&stores.cluster_roles, "admin").await;
+        assert_eq!(
+            admin["aggregationRule"]["clusterRoleSelectors"][0]["matchLabels"]["rbac.authorization.k8s.io/aggregate-to-admin"],
+            "true"
+        );
+        assert_eq!(
+            admin["metadata"]["labels"]["kubernetes.io/bootstrapping"],
+            "rbac-defaults"
+        );
+    }
+}

@@ -15,6 +15,8 @@ use std::sync::RwLock;
 
 use serde_json::Value;
 
+use crate::apis::json::{array_at, str_at};
+
 /// The kinds of vertices.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum VertexType {
@@ -154,67 +156,57 @@ pub struct Graph {
     edges: RwLock<Edges>,
 }
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
-    v.pointer(pointer).and_then(Value::as_str)
-}
-
-fn array<'a>(v: &'a Value, pointer: &str) -> &'a [Value] {
-    v.pointer(pointer)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
 /// The annotation of a mirror pod (a kubelet's static pod): it never grants anything.
 const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
 
 /// Every container of a pod, init and ephemeral ones included.
 fn containers(pod: &Value) -> impl Iterator<Item = &Value> {
     [
-        "/spec/initContainers",
-        "/spec/containers",
-        "/spec/ephemeralContainers",
+        "spec.initContainers",
+        "spec.containers",
+        "spec.ephemeralContainers",
     ]
     .into_iter()
-    .flat_map(move |p| array(pod, p).iter())
+    .flat_map(move |p| array_at(pod, p).iter())
 }
 
 /// The secrets a pod refers to (upstream `VisitPodSecretNames`).
 fn pod_secret_names(pod: &Value) -> Vec<&str> {
-    let mut names: Vec<&str> = array(pod, "/spec/imagePullSecrets")
+    let mut names: Vec<&str> = array_at(pod, "spec.imagePullSecrets")
         .iter()
-        .filter_map(|s| str_at(s, "/name"))
+        .filter_map(|s| str_at(s, "name"))
         .collect();
     for c in containers(pod) {
         names.extend(
-            array(c, "/envFrom")
+            array_at(c, "envFrom")
                 .iter()
-                .filter_map(|e| str_at(e, "/secretRef/name")),
+                .filter_map(|e| str_at(e, "secretRef.name")),
         );
         names.extend(
-            array(c, "/env")
+            array_at(c, "env")
                 .iter()
-                .filter_map(|e| str_at(e, "/valueFrom/secretKeyRef/name")),
+                .filter_map(|e| str_at(e, "valueFrom.secretKeyRef.name")),
         );
     }
-    for v in array(pod, "/spec/volumes") {
-        for pointer in [
-            "/secret/secretName",
-            "/azureFile/secretName",
-            "/cephfs/secretRef/name",
-            "/cinder/secretRef/name",
-            "/flexVolume/secretRef/name",
-            "/rbd/secretRef/name",
-            "/scaleIO/secretRef/name",
-            "/iscsi/secretRef/name",
-            "/storageos/secretRef/name",
-            "/csi/nodePublishSecretRef/name",
+    for v in array_at(pod, "spec.volumes") {
+        for path in [
+            "secret.secretName",
+            "azureFile.secretName",
+            "cephfs.secretRef.name",
+            "cinder.secretRef.name",
+            "flexVolume.secretRef.name",
+            "rbd.secretRef.name",
+            "scaleIO.secretRef.name",
+            "iscsi.secretRef.name",
+            "storageos.secretRef.name",
+            "csi.nodePublishSecretRef.name",
         ] {
-            names.extend(str_at(v, pointer));
+            names.extend(str_at(v, path));
         }
         names.extend(
-            array(v, "/projected/sources")
+            array_at(v, "projected.sources")
                 .iter()
-                .filter_map(|s| str_at(s, "/secret/name")),
+                .filter_map(|s| str_at(s, "secret.name")),
         );
     }
     names.retain(|n| !n.is_empty());
@@ -226,22 +218,22 @@ fn pod_configmap_names(pod: &Value) -> Vec<&str> {
     let mut names = Vec::new();
     for c in containers(pod) {
         names.extend(
-            array(c, "/envFrom")
+            array_at(c, "envFrom")
                 .iter()
-                .filter_map(|e| str_at(e, "/configMapRef/name")),
+                .filter_map(|e| str_at(e, "configMapRef.name")),
         );
         names.extend(
-            array(c, "/env")
+            array_at(c, "env")
                 .iter()
-                .filter_map(|e| str_at(e, "/valueFrom/configMapKeyRef/name")),
+                .filter_map(|e| str_at(e, "valueFrom.configMapKeyRef.name")),
         );
     }
-    for v in array(pod, "/spec/volumes") {
-        names.extend(str_at(v, "/configMap/name"));
+    for v in array_at(pod, "spec.volumes") {
+        names.extend(str_at(v, "configMap.name"));
         names.extend(
-            array(v, "/projected/sources")
+            array_at(v, "projected.sources")
                 .iter()
-                .filter_map(|s| str_at(s, "/configMap/name")),
+                .filter_map(|s| str_at(s, "configMap.name")),
         );
     }
     names.retain(|n| !n.is_empty());
@@ -251,14 +243,14 @@ fn pod_configmap_names(pod: &Value) -> Vec<&str> {
 /// The claims of a pod's volumes: named ones, and the `<pod>-<volume>` claims of ephemeral
 /// volumes.
 fn pod_claim_names(pod: &Value) -> Vec<String> {
-    let pod_name = str_at(pod, "/metadata/name").unwrap_or_default();
-    array(pod, "/spec/volumes")
+    let pod_name = str_at(pod, "metadata.name").unwrap_or_default();
+    array_at(pod, "spec.volumes")
         .iter()
         .filter_map(|v| {
-            if let Some(claim) = str_at(v, "/persistentVolumeClaim/claimName") {
+            if let Some(claim) = str_at(v, "persistentVolumeClaim.claimName") {
                 Some(claim.to_string())
-            } else if v.pointer("/ephemeral").is_some_and(|e| !e.is_null()) {
-                Some(format!("{pod_name}-{}", str_at(v, "/name")?))
+            } else if v.get("ephemeral").is_some_and(|e| !e.is_null()) {
+                Some(format!("{pod_name}-{}", str_at(v, "name")?))
             } else {
                 None
             }
@@ -270,23 +262,23 @@ fn pod_claim_names(pod: &Value) -> Vec<String> {
 /// The resource claims of a pod: named ones, and those generated from templates as its
 /// status records them (upstream `resourceclaim.Name`).
 fn pod_resource_claim_names(pod: &Value) -> Vec<&str> {
-    let statuses = array(pod, "/status/resourceClaimStatuses");
-    let mut names: Vec<&str> = array(pod, "/spec/resourceClaims")
+    let statuses = array_at(pod, "status.resourceClaimStatuses");
+    let mut names: Vec<&str> = array_at(pod, "spec.resourceClaims")
         .iter()
         .filter_map(|c| {
-            if let Some(name) = str_at(c, "/resourceClaimName") {
+            if let Some(name) = str_at(c, "resourceClaimName") {
                 return Some(name);
             }
-            let entry = str_at(c, "/name")?;
+            let entry = str_at(c, "name")?;
             statuses
                 .iter()
-                .find(|s| str_at(s, "/name") == Some(entry))
-                .and_then(|s| str_at(s, "/resourceClaimName"))
+                .find(|s| str_at(s, "name") == Some(entry))
+                .and_then(|s| str_at(s, "resourceClaimName"))
         })
         .collect();
     names.extend(str_at(
         pod,
-        "/status/extendedResourceClaimStatus/resourceClaimName",
+        "status.extendedResourceClaimStatus.resourceClaimName",
     ));
     names.retain(|n| !n.is_empty());
     names
@@ -295,7 +287,7 @@ fn pod_resource_claim_names(pod: &Value) -> Vec<&str> {
 /// The secrets a persistent volume refers to that the kubelet uses, with their namespaces
 /// (upstream `VisitPVSecretNames`, kubelet-visible ones only).
 fn pv_secret_names(pv: &Value) -> Vec<(String, String)> {
-    let claim_ns = str_at(pv, "/spec/claimRef/namespace").unwrap_or_default();
+    let claim_ns = str_at(pv, "spec.claimRef.namespace").unwrap_or_default();
     let mut out = Vec::new();
     let mut add = |ns: Option<&str>, name: Option<&str>| {
         if let Some(name) = name.filter(|n| !n.is_empty()) {
@@ -304,8 +296,8 @@ fn pv_secret_names(pv: &Value) -> Vec<(String, String)> {
         }
     };
     add(
-        str_at(pv, "/spec/azureFile/secretNamespace"),
-        str_at(pv, "/spec/azureFile/secretName"),
+        str_at(pv, "spec.azureFile.secretNamespace"),
+        str_at(pv, "spec.azureFile.secretName"),
     );
     for source in [
         "cephfs",
@@ -317,8 +309,8 @@ fn pv_secret_names(pv: &Value) -> Vec<(String, String)> {
         "storageos",
     ] {
         add(
-            str_at(pv, &format!("/spec/{source}/secretRef/namespace")),
-            str_at(pv, &format!("/spec/{source}/secretRef/name")),
+            str_at(pv, &format!("spec.{source}.secretRef.namespace")),
+            str_at(pv, &format!("spec.{source}.secretRef.name")),
         );
     }
     for secret in [
@@ -327,8 +319,8 @@ fn pv_secret_names(pv: &Value) -> Vec<(String, String)> {
         "nodeExpandSecretRef",
     ] {
         add(
-            str_at(pv, &format!("/spec/csi/{secret}/namespace")),
-            str_at(pv, &format!("/spec/csi/{secret}/name")),
+            str_at(pv, &format!("spec.csi.{secret}.namespace")),
+            str_at(pv, &format!("spec.csi.{secret}.name")),
         );
     }
     out
@@ -353,12 +345,12 @@ impl Graph {
     /// Records a pod bound to a node, with everything it refers to (upstream `AddPod`);
     /// replaces what an earlier version of the pod recorded. A pod without a node is left out.
     pub fn add_pod(&self, pod: &Value) {
-        let namespace = str_at(pod, "/metadata/namespace").unwrap_or_default();
-        let name = str_at(pod, "/metadata/name").unwrap_or_default();
+        let namespace = str_at(pod, "metadata.namespace").unwrap_or_default();
+        let name = str_at(pod, "metadata.name").unwrap_or_default();
         let pod_vertex = Vertex::new(VertexType::Pod, namespace, name);
         let mut edges = self.write();
         edges.delete_vertex(&pod_vertex);
-        let Some(node) = str_at(pod, "/spec/nodeName").filter(|n| !n.is_empty()) else {
+        let Some(node) = str_at(pod, "spec.nodeName").filter(|n| !n.is_empty()) else {
             return;
         };
         edges.add(pod_vertex.clone(), Vertex::node(node));
@@ -373,7 +365,7 @@ impl Graph {
         let mut link = |ty: VertexType, from: &str| {
             edges.add(Vertex::new(ty, namespace, from), pod_vertex.clone());
         };
-        if let Some(sa) = str_at(pod, "/spec/serviceAccountName").filter(|n| !n.is_empty()) {
+        if let Some(sa) = str_at(pod, "spec.serviceAccountName").filter(|n| !n.is_empty()) {
             link(VertexType::ServiceAccount, sa);
         }
         for secret in pod_secret_names(pod) {
@@ -401,13 +393,13 @@ impl Graph {
         let pv_vertex = Vertex::new(
             VertexType::Pv,
             "",
-            str_at(pv, "/metadata/name").unwrap_or_default(),
+            str_at(pv, "metadata.name").unwrap_or_default(),
         );
         let mut edges = self.write();
         edges.delete_vertex(&pv_vertex);
         let (Some(claim_ns), Some(claim)) = (
-            str_at(pv, "/spec/claimRef/namespace"),
-            str_at(pv, "/spec/claimRef/name"),
+            str_at(pv, "spec.claimRef.namespace"),
+            str_at(pv, "spec.claimRef.name"),
         ) else {
             return;
         };

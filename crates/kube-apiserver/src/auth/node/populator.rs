@@ -7,46 +7,44 @@ use std::sync::Arc;
 use apiserver::registry::informer::InformerEvent;
 use serde_json::Value;
 
+use crate::apis::json::str_at;
+
 use super::graph::{Graph, VertexType};
 use crate::informers::SharedInformers;
 
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+/// The string at the dotted `path`, empty when absent.
+fn text<'a>(v: &'a Value, path: &str) -> &'a str {
+    str_at(v, path).unwrap_or_default()
 }
 
 fn on_pod(graph: &Graph, event: &InformerEvent) {
     match event {
         InformerEvent::Added(pod) | InformerEvent::Modified { new: pod, .. } => {
             // An unscheduled pod grants nothing yet; once bound, its node never changes.
-            if !str_at(pod, "/spec/nodeName").is_empty() {
+            if !text(pod, "spec.nodeName").is_empty() {
                 graph.add_pod(pod);
             }
         }
-        InformerEvent::Deleted(pod) => graph.delete_pod(
-            str_at(pod, "/metadata/namespace"),
-            str_at(pod, "/metadata/name"),
-        ),
+        InformerEvent::Deleted(pod) => {
+            graph.delete_pod(text(pod, "metadata.namespace"), text(pod, "metadata.name"))
+        }
     }
 }
 
 fn on_pv(graph: &Graph, event: &InformerEvent) {
     match event {
         InformerEvent::Added(pv) | InformerEvent::Modified { new: pv, .. } => graph.add_pv(pv),
-        InformerEvent::Deleted(pv) => graph.delete_pv(str_at(pv, "/metadata/name")),
+        InformerEvent::Deleted(pv) => graph.delete_pv(text(pv, "metadata.name")),
     }
 }
 
 /// Volume attachments and resource slices: cluster-scoped objects naming their node.
 fn on_node_owned(graph: &Graph, ty: VertexType, event: &InformerEvent) {
     match event {
-        InformerEvent::Added(obj) | InformerEvent::Modified { new: obj, .. } => graph.set_node_of(
-            ty,
-            str_at(obj, "/metadata/name"),
-            str_at(obj, "/spec/nodeName"),
-        ),
-        InformerEvent::Deleted(obj) => graph.delete(ty, str_at(obj, "/metadata/name")),
+        InformerEvent::Added(obj) | InformerEvent::Modified { new: obj, .. } => {
+            graph.set_node_of(ty, text(obj, "metadata.name"), text(obj, "spec.nodeName"))
+        }
+        InformerEvent::Deleted(obj) => graph.delete(ty, text(obj, "metadata.name")),
     }
 }
 

@@ -4,28 +4,51 @@
 
 mod common;
 
-use apiserver::server::serving::selfsigned::new_client_cert;
+use apiserver::server::serving::kubeconfig::write_admin_kubeconfig;
+use apiserver::server::serving::selfsigned::{GeneratedCert, new_client_cert};
 use common::client::{Client, Proto};
-use common::{ApiServer, eventually};
+use common::{ApiServer, eventually, run_tool};
 use http::Method;
 use serde_json::{Value, json};
 
-/// A client presenting a kubelet certificate for `node`, signed by the server's CA.
-fn node_client(server: &ApiServer, node: &str) -> Client {
+/// A kubelet certificate for `node`, signed by the server's CA.
+fn node_cert(server: &ApiServer, node: &str) -> GeneratedCert {
     let pki = server.pki();
     let ca_cert = std::fs::read_to_string(pki.join("ca.crt")).unwrap();
     let ca_key = std::fs::read_to_string(pki.join("ca.key")).unwrap();
     let key = rcgen::KeyPair::from_pem(&ca_key).unwrap();
     let issuer = rcgen::Issuer::from_ca_cert_pem(&ca_cert, key).unwrap();
-    let cert = new_client_cert(
+    new_client_cert(
         &issuer,
         &format!("system:node:{node}"),
         Some("system:nodes"),
     )
-    .unwrap();
+    .unwrap()
+}
+
+/// A client presenting a kubelet certificate for `node`.
+fn node_client(server: &ApiServer, node: &str) -> Client {
+    let cert = node_cert(server, node);
     server
         .anonymous_client()
         .with_identity(&cert.cert_pem, &cert.key_pem)
+}
+
+/// A kubeconfig for a kubelet of `node`, as kubectl (a client-go client like the kubelet)
+/// uses it.
+fn node_kubeconfig(server: &ApiServer, node: &str) -> std::path::PathBuf {
+    let cert = node_cert(server, node);
+    let ca = std::fs::read(server.pki().join("ca.crt")).unwrap();
+    let path = server.data_dir.join(format!("{node}.kubeconfig"));
+    write_admin_kubeconfig(
+        &path,
+        &format!("https://127.0.0.1:{}", server.addr.port()),
+        &ca,
+        cert.cert_pem.as_bytes(),
+        cert.key_pem.as_bytes(),
+    )
+    .unwrap();
+    path
 }
 
 async fn send(client: &Client, method: Method, path: &str, body: &Value) -> (u16, Value) {
@@ -125,6 +148,32 @@ async fn a_node_reads_the_secret_of_a_pod_bound_to_it_until_the_pod_is_deleted()
     );
     let (status, body) = status_of(&n2, &used).await;
     assert_eq!(status, 403, "{body}");
+    // kubectl with the kubelet's credentials sees the same (raw requests: discovery is RBAC's
+    // to allow, and only the Node authorizer runs here).
+    let kubeconfig = node_kubeconfig(&server, "n1").display().to_string();
+    let kubectl = |args: &'static [&'static str]| {
+        let kubeconfig = kubeconfig.clone();
+        let home = server.data_dir.clone();
+        async move {
+            let mut all = vec!["--kubeconfig", kubeconfig.as_str()];
+            all.extend_from_slice(args);
+            run_tool("kubectl-1.35", &home, &all).await
+        }
+    };
+    let out = kubectl(&["get", "--raw", "/api/v1/namespaces/default/secrets/used"]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let secret: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(secret["metadata"]["name"], "used");
+    let out = kubectl(&["get", "--raw", "/api/v1/namespaces/default/secrets/unused"]).await;
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains(
+            "Error from server (Forbidden): secrets \"unused\" is forbidden: User \"system:node:n1\" \
+             cannot get resource \"secrets\" in API group \"\" in the namespace \"default\": no \
+             relationship found between node 'n1' and this object"
+        ),
+        "{out:?}"
+    );
     // Listing secrets is not reading one the graph knows.
     let (status, body) = status_of(&n1, SECRETS).await;
     assert_eq!(status, 403, "{body}");

@@ -3,6 +3,8 @@
 mod apis;
 mod auth;
 mod bootstrap;
+mod bootstrappolicy;
+mod controllers;
 mod frontproxy;
 mod informers;
 mod install;

@@ -582,6 +582,19 @@ pub async fn run(
         rbac,
     });
     config.authorizer = Some(authorizer);
+    // The default RBAC policy, then the ClusterRole aggregation controller on the shared
+    // ClusterRole informer.
+    server
+        .add_post_start_hook(
+            crate::bootstrappolicy::hook::HOOK_NAME,
+            crate::bootstrappolicy::hook::bootstrap_roles_hook(
+                &stores,
+                deps.informers
+                    .informer("rbac.authorization.k8s.io", "clusterroles"),
+            )
+            .map_err(StartError::Setup)?,
+        )
+        .map_err(setup("registering hooks"))?;
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

@@ -28,8 +28,10 @@ fn plugin(
 ) -> Result<Option<Arc<dyn Authorizer>>, AuthorizerConfigError> {
     match mode {
         AuthorizationMode::Rbac => Ok(Some(Arc::new(RbacAuthorizer::new(deps.rbac.clone())))),
-        AuthorizationMode::Node
-        | AuthorizationMode::Webhook
+        AuthorizationMode::Node => Ok(Some(Arc::new(super::node::node_authorizer(
+            &deps.informers,
+        )))),
+        AuthorizationMode::Webhook
         | AuthorizationMode::Abac
         | AuthorizationMode::AlwaysAllow
         | AuthorizationMode::AlwaysDeny => Ok(None),

@@ -6,6 +6,7 @@
 pub mod authenticator;
 pub mod authorizer;
 pub mod bootstrap_token;
+pub mod node;
 pub mod rbac;
 pub mod serviceaccounts;
 

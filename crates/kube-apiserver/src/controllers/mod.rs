@@ -1,0 +1,4 @@
+//! Controllers upstream runs in kube-controller-manager that kube-apiserver runs itself, as
+//! post-start hooks, since there is no controller manager here.
+
+pub mod clusterrole_aggregation;

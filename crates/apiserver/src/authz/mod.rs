@@ -9,6 +9,7 @@ pub mod builtin;
 pub mod modes;
 pub mod path;
 pub mod union;
+pub mod webhook;
 
 pub use modes::{AuthorizationMode, build_authorizer};
 

@@ -210,12 +210,13 @@ struct CountingAuthorizer {
     count: Arc<AtomicUsize>,
 }
 
+#[async_trait::async_trait]
 impl Authorizer for CountingAuthorizer {
-    fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
+    async fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
         if attrs.path == self.path {
             self.count.fetch_add(1, Ordering::SeqCst);
         }
-        AlwaysAllow.authorize(attrs)
+        AlwaysAllow.authorize(attrs).await
     }
 }
 

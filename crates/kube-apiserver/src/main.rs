@@ -1,8 +1,10 @@
 //! `kube-apiserver`: a Kubernetes API server on the `apiserver` library.
 
 mod apis;
+mod auth;
 mod bootstrap;
 mod frontproxy;
+mod informers;
 mod install;
 mod logging;
 mod openapi;

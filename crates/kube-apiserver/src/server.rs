@@ -9,7 +9,7 @@ use std::sync::Arc;
 use apiserver::audit::{AuditOptions, Auditor};
 use apiserver::authn::requestheader::{RequestHeaderConfig, RequestHeaderNames};
 use apiserver::authn::{AuthenticatorOptions, StaticClientCa, build_authenticator};
-use apiserver::authz::{AuthorizationMode, build_authorizer};
+use apiserver::authz::AuthorizationMode;
 use apiserver::endpoints::discovery::{Addresses, DiscoveryManager};
 use apiserver::registry::rest::RestStorage;
 use apiserver::request::requestinfo::LongRunningRequestCheck;
@@ -31,8 +31,10 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use tokio_util::sync::CancellationToken;
 
+use crate::auth::{self, AuthDeps};
 use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
 use crate::frontproxy;
+use crate::informers::SharedInformers;
 use crate::install::install_builtin_apis;
 use crate::options::Options;
 use crate::registry::service::ServiceRange;
@@ -392,15 +394,16 @@ pub async fn run(
         .map(|m| m.parse::<AuthorizationMode>())
         .collect::<Result<Vec<_>, _>>()
         .map_err(setup("--authorization-mode"))?;
-    config.authenticator = build_authenticator(&AuthenticatorOptions {
+    // Built once the stores exist (below): some authenticators and authorizers read API
+    // objects (service accounts, RBAC, the node graph).
+    let mut authn_options = AuthenticatorOptions {
         client_ca: client_ca.map(|ca| Arc::new(ca) as _),
         token_file: opts.token_auth_file.clone(),
         anonymous: anonymous_allowed(opts.anonymous_auth, &modes),
         anonymous_paths: Vec::new(),
         request_header: request_header_config(&opts)?,
-    })
-    .map_err(setup("--token-auth-file"))?;
-    config.authorizer = Some(build_authorizer(&modes).map_err(setup("--authorization-mode"))?);
+        token_authenticators: Vec::new(),
+    };
     config.auditor = Auditor::from_options(&AuditOptions {
         policy_file: opts
             .audit_policy_file
@@ -499,6 +502,20 @@ pub async fn run(
             )
             .map_err(setup("registering hooks"))?;
     }
+    // Authentication and authorization of the aggregator's handler chain (the only one that
+    // authenticates: the delegates serve behind it).
+    let informers_stop = CancellationToken::new();
+    let deps = AuthDeps {
+        opts: &opts,
+        informers: SharedInformers::new(stores.clone(), informers_stop.clone()),
+        stop: informers_stop.clone(),
+    };
+    authn_options.token_authenticators =
+        auth::authenticator::token_authenticators(&deps).map_err(StartError::Setup)?;
+    config.authenticator =
+        build_authenticator(&authn_options).map_err(setup("--token-auth-file"))?;
+    config.authorizer =
+        Some(auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?);
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(
@@ -529,6 +546,7 @@ pub async fn run(
     let server = aggregator;
     let result = server.prepare_run().run(stop).await;
     probes.cancel();
+    informers_stop.cancel();
     drop(backend);
     result?;
     tracing::info!("kube-apiserver stopped");

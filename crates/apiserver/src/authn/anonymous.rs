@@ -32,8 +32,12 @@ pub fn anonymous_user() -> UserInfo {
     }
 }
 
+#[async_trait::async_trait]
 impl Authenticator for AnonymousAuthenticator {
-    fn authenticate(&self, req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError> {
+    async fn authenticate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError> {
         if !self.paths.is_empty() && !self.paths.iter().any(|p| p == req.uri.path()) {
             return Ok(None);
         }
@@ -49,10 +53,11 @@ mod tests {
         http::Request::get(path).body(()).unwrap().into_parts().0
     }
 
-    #[test]
-    fn anonymous_identity() {
+    #[tokio::test]
+    async fn anonymous_identity() {
         let resp = AnonymousAuthenticator::new()
             .authenticate(&parts("/api"))
+            .await
             .unwrap()
             .unwrap();
         assert_eq!(resp.user.name, "system:anonymous");
@@ -60,16 +65,25 @@ mod tests {
         assert!(resp.user.uid.is_empty() && resp.user.extra.is_empty());
     }
 
-    #[test]
-    fn restricted_to_paths() {
+    #[tokio::test]
+    async fn restricted_to_paths() {
         let auth = AnonymousAuthenticator::with_paths(vec!["/healthz".into(), "/readyz".into()]);
-        assert!(auth.authenticate(&parts("/healthz")).unwrap().is_some());
         assert!(
-            auth.authenticate(&parts("/readyz?verbose"))
+            auth.authenticate(&parts("/healthz"))
+                .await
                 .unwrap()
                 .is_some()
         );
-        assert_eq!(auth.authenticate(&parts("/livez")).unwrap(), None);
-        assert_eq!(auth.authenticate(&parts("/healthz/etcd")).unwrap(), None);
+        assert!(
+            auth.authenticate(&parts("/readyz?verbose"))
+                .await
+                .unwrap()
+                .is_some()
+        );
+        assert_eq!(auth.authenticate(&parts("/livez")).await.unwrap(), None);
+        assert_eq!(
+            auth.authenticate(&parts("/healthz/etcd")).await.unwrap(),
+            None
+        );
     }
 }

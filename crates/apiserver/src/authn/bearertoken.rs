@@ -7,9 +7,10 @@ use super::{AuthError, AuthResponse, Authenticator};
 use crate::request::warning::add_warning;
 
 /// Authenticates a bare token (`authenticator.Token`).
+#[async_trait::async_trait]
 pub trait TokenAuthenticator: Send + Sync {
     /// The user for `token`; `Ok(None)` when the token is unknown to this authenticator.
-    fn authenticate_token(
+    async fn authenticate_token(
         &self,
         req: &http::request::Parts,
         token: &str,
@@ -55,8 +56,12 @@ fn bearer_token(req: &http::request::Parts) -> (Option<&str>, bool) {
     (Some(parts[1]), false)
 }
 
+#[async_trait::async_trait]
 impl Authenticator for BearerTokenAuthenticator {
-    fn authenticate(&self, req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError> {
+    async fn authenticate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError> {
         let (token, extra_space) = bearer_token(req);
         let Some(token) = token else {
             if extra_space {
@@ -65,7 +70,7 @@ impl Authenticator for BearerTokenAuthenticator {
             return Ok(None);
         };
         // The authentication filter removes the header after any success.
-        match self.tokens.authenticate_token(req, token)? {
+        match self.tokens.authenticate_token(req, token).await? {
             Some(resp) => Ok(Some(resp)),
             None => Err(AuthError::InvalidBearerToken),
         }
@@ -85,15 +90,16 @@ impl TokenUnion {
     }
 }
 
+#[async_trait::async_trait]
 impl TokenAuthenticator for TokenUnion {
-    fn authenticate_token(
+    async fn authenticate_token(
         &self,
         req: &http::request::Parts,
         token: &str,
     ) -> Result<Option<AuthResponse>, AuthError> {
         let mut errors = Vec::new();
         for auth in &self.authenticators {
-            match auth.authenticate_token(req, token) {
+            match auth.authenticate_token(req, token).await {
                 Ok(Some(resp)) => return Ok(Some(resp)),
                 Ok(None) => {}
                 Err(e) => errors.push(e),
@@ -113,8 +119,9 @@ mod tests {
     use crate::request::warning::WarningRecorder;
 
     struct Tokens(Result<Option<AuthResponse>, AuthError>);
+    #[async_trait::async_trait]
     impl TokenAuthenticator for Tokens {
-        fn authenticate_token(
+        async fn authenticate_token(
             &self,
             _req: &http::request::Parts,
             token: &str,
@@ -142,8 +149,8 @@ mod tests {
         (parts, recorder)
     }
 
-    #[test]
-    fn valid_token() {
+    #[tokio::test]
+    async fn valid_token() {
         let auth = BearerTokenAuthenticator::new(Arc::new(Tokens(ok_user())));
         for header in [
             "Bearer token",
@@ -153,28 +160,31 @@ mod tests {
         ] {
             let (p, _) = parts(Some(header));
             assert_eq!(
-                auth.authenticate(&p).unwrap().unwrap().user.name,
+                auth.authenticate(&p).await.unwrap().unwrap().user.name,
                 "user",
                 "{header}"
             );
         }
     }
 
-    #[test]
-    fn invalid_token_and_custom_error() {
+    #[tokio::test]
+    async fn invalid_token_and_custom_error() {
         let auth = BearerTokenAuthenticator::new(Arc::new(Tokens(Ok(None))));
         let (p, _) = parts(Some("Bearer token"));
         assert_eq!(
-            auth.authenticate(&p).unwrap_err().to_string(),
+            auth.authenticate(&p).await.unwrap_err().to_string(),
             "invalid bearer token"
         );
         let auth =
             BearerTokenAuthenticator::new(Arc::new(Tokens(Err(AuthError::Other("error".into())))));
-        assert_eq!(auth.authenticate(&p).unwrap_err().to_string(), "error");
+        assert_eq!(
+            auth.authenticate(&p).await.unwrap_err().to_string(),
+            "error"
+        );
     }
 
-    #[test]
-    fn bad_headers_have_no_opinion() {
+    #[tokio::test]
+    async fn bad_headers_have_no_opinion() {
         let auth = BearerTokenAuthenticator::new(Arc::new(Tokens(ok_user())));
         for header in [
             None,
@@ -186,31 +196,37 @@ mod tests {
             Some("Bearertoken"),
         ] {
             let (p, recorder) = parts(header);
-            assert_eq!(auth.authenticate(&p).unwrap(), None, "{header:?}");
+            assert_eq!(auth.authenticate(&p).await.unwrap(), None, "{header:?}");
             assert!(recorder.warnings().is_empty());
         }
     }
 
-    #[test]
-    fn extra_space_warns() {
+    #[tokio::test]
+    async fn extra_space_warns() {
         let auth = BearerTokenAuthenticator::new(Arc::new(Tokens(ok_user())));
         let (p, recorder) = parts(Some("Bearer  token"));
-        assert_eq!(auth.authenticate(&p).unwrap(), None);
+        assert_eq!(auth.authenticate(&p).await.unwrap(), None);
         assert_eq!(
             recorder.warnings(),
             vec![(String::new(), EXTRA_SPACE_WARNING.to_string())]
         );
     }
 
-    #[test]
-    fn token_union() {
+    #[tokio::test]
+    async fn token_union() {
         let (p, _) = parts(None);
         let union = TokenUnion::new(vec![
             Arc::new(Tokens(Err(AuthError::Other("a".into())))),
             Arc::new(Tokens(Ok(None))),
             Arc::new(Tokens(ok_user())),
         ]);
-        assert!(union.authenticate_token(&p, "token").unwrap().is_some());
+        assert!(
+            union
+                .authenticate_token(&p, "token")
+                .await
+                .unwrap()
+                .is_some()
+        );
         let union = TokenUnion::new(vec![
             Arc::new(Tokens(Err(AuthError::Other("a".into())))),
             Arc::new(Tokens(Err(AuthError::Other("b".into())))),
@@ -218,11 +234,12 @@ mod tests {
         assert_eq!(
             union
                 .authenticate_token(&p, "token")
+                .await
                 .unwrap_err()
                 .to_string(),
             "[a, b]"
         );
         let union = TokenUnion::new(vec![Arc::new(Tokens(Ok(None)))]);
-        assert_eq!(union.authenticate_token(&p, "token").unwrap(), None);
+        assert_eq!(union.authenticate_token(&p, "token").await.unwrap(), None);
     }
 }

@@ -16,7 +16,7 @@ use super::{Authenticator, ClientCaSource};
 
 /// What to authenticate with (the `--client-ca-file`, `--token-auth-file`,
 /// `--anonymous-auth` and `--requestheader-*` flags).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct AuthenticatorOptions {
     /// The client CA for x509 client certificates.
     pub client_ca: Option<Arc<dyn ClientCaSource>>,
@@ -28,6 +28,22 @@ pub struct AuthenticatorOptions {
     pub anonymous_paths: Vec<String>,
     /// The front proxy.
     pub request_header: Option<RequestHeaderConfig>,
+    /// Further bearer-token authenticators, asked after the token file in this order
+    /// (kube-apiserver's: service accounts, bootstrap tokens, JWT, webhook).
+    pub token_authenticators: Vec<Arc<dyn TokenAuthenticator>>,
+}
+
+impl std::fmt::Debug for AuthenticatorOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthenticatorOptions")
+            .field("client_ca", &self.client_ca)
+            .field("token_file", &self.token_file)
+            .field("anonymous", &self.anonymous)
+            .field("anonymous_paths", &self.anonymous_paths)
+            .field("request_header", &self.request_header)
+            .field("token_authenticators", &self.token_authenticators.len())
+            .finish()
+    }
 }
 
 /// Builds the request authenticator:
@@ -49,6 +65,7 @@ pub fn build_authenticator(
     if let Some(path) = &options.token_file {
         token_authenticators.push(Arc::new(TokenFileAuthenticator::from_file(path)?));
     }
+    token_authenticators.extend(options.token_authenticators.iter().cloned());
     if !token_authenticators.is_empty() {
         let tokens: Arc<dyn TokenAuthenticator> = if token_authenticators.len() == 1 {
             token_authenticators.remove(0)
@@ -99,8 +116,8 @@ mod tests {
         p
     }
 
-    #[test]
-    fn composed_chain() {
+    #[tokio::test]
+    async fn composed_chain() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokens.csv");
         std::fs::write(&path, "secret,alice,1,devs\n").unwrap();
@@ -116,6 +133,7 @@ mod tests {
         // Token user gets system:authenticated.
         let user = auth
             .authenticate(&parts(Some("Bearer secret"), None))
+            .await
             .unwrap()
             .unwrap()
             .user;
@@ -125,19 +143,26 @@ mod tests {
         // Certificate user.
         let user = auth
             .authenticate(&parts(None, Some(ca.client("admin", &["system:masters"]))))
+            .await
             .unwrap()
             .unwrap()
             .user;
         assert_eq!(user.groups, vec!["system:masters", "system:authenticated"]);
 
         // No credentials: anonymous, without system:authenticated.
-        let user = auth.authenticate(&parts(None, None)).unwrap().unwrap().user;
+        let user = auth
+            .authenticate(&parts(None, None))
+            .await
+            .unwrap()
+            .unwrap()
+            .user;
         assert_eq!(user.name, "system:anonymous");
         assert_eq!(user.groups, vec!["system:unauthenticated"]);
 
         // A rejected token does not fall back to anonymous.
         assert_eq!(
             auth.authenticate(&parts(Some("Bearer wrong"), None))
+                .await
                 .unwrap_err()
                 .to_string(),
             "invalid bearer token"
@@ -146,12 +171,13 @@ mod tests {
         let other = Ca::new("other");
         assert!(
             auth.authenticate(&parts(None, Some(other.client("x", &[]))))
+                .await
                 .is_err()
         );
     }
 
-    #[test]
-    fn anonymous_only_and_nothing() {
+    #[tokio::test]
+    async fn anonymous_only_and_nothing() {
         let auth = build_authenticator(&AuthenticatorOptions {
             anonymous: true,
             ..Default::default()
@@ -160,6 +186,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             auth.authenticate(&parts(Some("Bearer x"), None))
+                .await
                 .unwrap()
                 .unwrap()
                 .user
@@ -173,8 +200,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn without_anonymous_no_credentials_is_no_opinion() {
+    #[tokio::test]
+    async fn without_anonymous_no_credentials_is_no_opinion() {
         let ca = Ca::new("ca");
         let auth = build_authenticator(&AuthenticatorOptions {
             client_ca: Some(Arc::new(StaticClientCa(Arc::new(vec![ca.der()])))),
@@ -182,7 +209,7 @@ mod tests {
         })
         .unwrap()
         .unwrap();
-        assert_eq!(auth.authenticate(&parts(None, None)).unwrap(), None);
+        assert_eq!(auth.authenticate(&parts(None, None)).await.unwrap(), None);
     }
 
     #[test]

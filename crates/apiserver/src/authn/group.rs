@@ -18,9 +18,13 @@ impl AuthenticatedGroupAdder {
     }
 }
 
+#[async_trait::async_trait]
 impl Authenticator for AuthenticatedGroupAdder {
-    fn authenticate(&self, req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError> {
-        let Some(mut resp) = self.inner.authenticate(req)? else {
+    async fn authenticate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError> {
+        let Some(mut resp) = self.inner.authenticate(req).await? else {
             return Ok(None);
         };
         let user = &mut resp.user;
@@ -41,8 +45,9 @@ mod tests {
     use crate::request::UserInfo;
 
     struct Fixed(UserInfo);
+    #[async_trait::async_trait]
     impl Authenticator for Fixed {
-        fn authenticate(
+        async fn authenticate(
             &self,
             _req: &http::request::Parts,
         ) -> Result<Option<AuthResponse>, AuthError> {
@@ -50,7 +55,7 @@ mod tests {
         }
     }
 
-    fn groups_after(name: &str, groups: &[&str]) -> Vec<String> {
+    async fn groups_after(name: &str, groups: &[&str]) -> Vec<String> {
         let user = UserInfo {
             name: name.into(),
             groups: groups.iter().map(|g| g.to_string()).collect(),
@@ -58,40 +63,53 @@ mod tests {
         };
         let adder = AuthenticatedGroupAdder::new(Arc::new(Fixed(user)));
         let parts = http::Request::new(()).into_parts().0;
-        adder.authenticate(&parts).unwrap().unwrap().user.groups
+        adder
+            .authenticate(&parts)
+            .await
+            .unwrap()
+            .unwrap()
+            .user
+            .groups
     }
 
-    #[test]
-    fn adds_authenticated_group() {
+    #[tokio::test]
+    async fn adds_authenticated_group() {
         assert_eq!(
-            groups_after("user", &["original"]),
+            groups_after("user", &["original"]).await,
             vec!["original", "system:authenticated"]
         );
-        assert_eq!(groups_after("user", &[]), vec!["system:authenticated"]);
+        assert_eq!(
+            groups_after("user", &[]).await,
+            vec!["system:authenticated"]
+        );
     }
 
-    #[test]
-    fn does_not_duplicate_or_contradict() {
+    #[tokio::test]
+    async fn does_not_duplicate_or_contradict() {
         assert_eq!(
-            groups_after("user", &["system:authenticated", "x"]),
+            groups_after("user", &["system:authenticated", "x"]).await,
             vec!["system:authenticated", "x"]
         );
         assert_eq!(
-            groups_after("user", &["system:unauthenticated"]),
+            groups_after("user", &["system:unauthenticated"]).await,
             vec!["system:unauthenticated"]
         );
     }
 
-    #[test]
-    fn skips_anonymous() {
-        assert_eq!(groups_after("system:anonymous", &[]), Vec::<String>::new());
+    #[tokio::test]
+    async fn skips_anonymous() {
+        assert_eq!(
+            groups_after("system:anonymous", &[]).await,
+            Vec::<String>::new()
+        );
     }
 
-    #[test]
-    fn passes_no_opinion_and_errors() {
+    #[tokio::test]
+    async fn passes_no_opinion_and_errors() {
         struct Nothing;
+        #[async_trait::async_trait]
         impl Authenticator for Nothing {
-            fn authenticate(
+            async fn authenticate(
                 &self,
                 req: &http::request::Parts,
             ) -> Result<Option<AuthResponse>, AuthError> {
@@ -104,8 +122,8 @@ mod tests {
         }
         let adder = AuthenticatedGroupAdder::new(Arc::new(Nothing));
         let parts = http::Request::get("/").body(()).unwrap().into_parts().0;
-        assert_eq!(adder.authenticate(&parts).unwrap(), None);
+        assert_eq!(adder.authenticate(&parts).await.unwrap(), None);
         let parts = http::Request::get("/err").body(()).unwrap().into_parts().0;
-        assert!(adder.authenticate(&parts).is_err());
+        assert!(adder.authenticate(&parts).await.is_err());
     }
 }

@@ -16,8 +16,9 @@ struct LoopbackToken {
     user: UserInfo,
 }
 
+#[async_trait::async_trait]
 impl TokenAuthenticator for LoopbackToken {
-    fn authenticate_token(
+    async fn authenticate_token(
         &self,
         _req: &http::request::Parts,
         token: &str,
@@ -60,8 +61,12 @@ pub fn with_loopback_token(
 #[derive(Debug, Clone, Copy, Default)]
 pub struct InsecureSuperuser;
 
+#[async_trait::async_trait]
 impl Authenticator for InsecureSuperuser {
-    fn authenticate(&self, _req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError> {
+    async fn authenticate(
+        &self,
+        _req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError> {
         Ok(Some(AuthResponse::new(UserInfo {
             name: "system:unsecured".to_string(),
             groups: vec![
@@ -86,17 +91,23 @@ mod tests {
         builder.body(()).unwrap().into_parts().0
     }
 
-    #[test]
-    fn loopback_token_is_a_master_and_others_fall_through() {
+    #[tokio::test]
+    async fn loopback_token_is_a_master_and_others_fall_through() {
         let authn = with_loopback_token(Arc::new(AnonymousAuthenticator::new()), "tok");
         let user = authn
             .authenticate(&parts(Some("Bearer tok")))
+            .await
             .unwrap()
             .unwrap()
             .user;
         assert_eq!(user.name, "system:apiserver");
         assert_eq!(user.groups, vec!["system:authenticated", "system:masters"]);
-        let other = authn.authenticate(&parts(None)).unwrap().unwrap().user;
+        let other = authn
+            .authenticate(&parts(None))
+            .await
+            .unwrap()
+            .unwrap()
+            .user;
         assert_eq!(other.name, "system:anonymous");
     }
 }

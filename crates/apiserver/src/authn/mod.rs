@@ -126,10 +126,14 @@ pub(crate) fn format_aggregate<E: std::fmt::Display>(errors: &[E]) -> String {
 }
 
 /// Authenticates requests (`authenticator.Request`).
+#[async_trait::async_trait]
 pub trait Authenticator: Send + Sync {
     /// Authenticates the request described by `req`; see the module docs for the meaning of
     /// the result. Authenticators may add warnings through the request's extensions.
-    fn authenticate(&self, req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError>;
+    async fn authenticate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError>;
 }
 
 /// The API audiences the server accepts, inserted into the request extensions by the

@@ -127,8 +127,12 @@ fn extras(headers: &HeaderMap, prefixes: &[String]) -> BTreeMap<String, Vec<Stri
     out
 }
 
+#[async_trait::async_trait]
 impl Authenticator for RequestHeaderAuthenticator {
-    fn authenticate(&self, req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError> {
+    async fn authenticate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError> {
         let name = first_value(&req.headers, &self.names.username_headers);
         if name.is_empty() {
             return Ok(None);
@@ -166,7 +170,7 @@ mod tests {
         }
     }
 
-    fn run(headers: &[(&str, &str)]) -> (Option<UserInfo>, HeaderMap) {
+    async fn run(headers: &[(&str, &str)]) -> (Option<UserInfo>, HeaderMap) {
         let mut builder = http::Request::builder();
         for (k, v) in headers {
             builder = builder.header(*k, *v);
@@ -174,24 +178,25 @@ mod tests {
         let (mut parts, _) = builder.body(()).unwrap().into_parts();
         let user = RequestHeaderAuthenticator::new(names())
             .authenticate(&parts)
+            .await
             .unwrap()
             .map(|r| r.user);
         names().clear(&mut parts.headers);
         (user, parts.headers)
     }
 
-    #[test]
-    fn request_header_table() {
+    #[tokio::test]
+    async fn request_header_table() {
         // No username: no opinion.
-        let (user, _) = run(&[("X-Remote-Group", "g")]);
+        let (user, _) = run(&[("X-Remote-Group", "g")]).await;
         assert_eq!(user, None);
-        let (user, _) = run(&[("X-Remote-User", "")]);
+        let (user, _) = run(&[("X-Remote-User", "")]).await;
         assert_eq!(user, None);
 
         // First non-empty username header wins.
-        let (user, _) = run(&[("X-Remote-User", ""), ("Other-User", "bob")]);
+        let (user, _) = run(&[("X-Remote-User", ""), ("Other-User", "bob")]).await;
         assert_eq!(user.unwrap().name, "bob");
-        let (user, _) = run(&[("X-Remote-User", "alice"), ("Other-User", "bob")]);
+        let (user, _) = run(&[("X-Remote-User", "alice"), ("Other-User", "bob")]).await;
         assert_eq!(user.unwrap().name, "alice");
 
         // UID: first non-empty.
@@ -199,7 +204,8 @@ mod tests {
             ("X-Remote-User", "alice"),
             ("X-Remote-Uid", ""),
             ("Other-Uid", "uid-2"),
-        ]);
+        ])
+        .await;
         assert_eq!(user.unwrap().uid, "uid-2");
 
         // Groups: all non-empty values of all headers, in header-list order.
@@ -209,7 +215,8 @@ mod tests {
             ("X-Remote-Group", "one"),
             ("X-Remote-Group", ""),
             ("X-Remote-Group", "two"),
-        ]);
+        ])
+        .await;
         assert_eq!(user.unwrap().groups, vec!["one", "two", "three"]);
 
         // Extras: lower-cased, %-unescaped keys; values in prefix order.
@@ -221,7 +228,8 @@ mod tests {
             ("X-Remote-Extra-example.com%2fkey", "v"),
             ("X-Remote-Extra-bad%zzkey", "w"),
             ("Unrelated", "keep"),
-        ]);
+        ])
+        .await;
         let user = user.unwrap();
         assert_eq!(user.extra["scopes"], vec!["one", "two", "three"]);
         assert_eq!(user.extra["example.com/key"], vec!["v"]);

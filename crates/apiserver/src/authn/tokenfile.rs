@@ -104,8 +104,9 @@ impl TokenFileAuthenticator {
     }
 }
 
+#[async_trait::async_trait]
 impl TokenAuthenticator for TokenFileAuthenticator {
-    fn authenticate_token(
+    async fn authenticate_token(
         &self,
         _req: &http::request::Parts,
         token: &str,
@@ -121,9 +122,10 @@ impl TokenAuthenticator for TokenFileAuthenticator {
 mod tests {
     use super::*;
 
-    fn lookup(auth: &TokenFileAuthenticator, token: &str) -> Option<UserInfo> {
+    async fn lookup(auth: &TokenFileAuthenticator, token: &str) -> Option<UserInfo> {
         let (parts, _) = http::Request::new(()).into_parts();
         auth.authenticate_token(&parts, token)
+            .await
             .unwrap()
             .map(|r| r.user)
     }
@@ -137,34 +139,40 @@ mod tests {
         }
     }
 
-    #[test]
-    fn parses_tokens_with_groups() {
+    #[tokio::test]
+    async fn parses_tokens_with_groups() {
         let data = "token1,user1,uid1\ntoken2,user2,uid2\ntoken3,user3,uid3,\"group1,group2\"\ntoken4,user4,uid4,\"group2\"\ntoken5,user5,uid5,group5\ntoken6,user6,uid6,group5,otherdata\ntoken7,user7,uid7,\"group1,group2\",otherdata\n";
         let auth = TokenFileAuthenticator::from_file_data(data);
-        assert_eq!(lookup(&auth, "token1"), Some(user("user1", "uid1", &[])));
-        assert_eq!(lookup(&auth, "token2"), Some(user("user2", "uid2", &[])));
         assert_eq!(
-            lookup(&auth, "token3"),
+            lookup(&auth, "token1").await,
+            Some(user("user1", "uid1", &[]))
+        );
+        assert_eq!(
+            lookup(&auth, "token2").await,
+            Some(user("user2", "uid2", &[]))
+        );
+        assert_eq!(
+            lookup(&auth, "token3").await,
             Some(user("user3", "uid3", &["group1", "group2"]))
         );
         assert_eq!(
-            lookup(&auth, "token4"),
+            lookup(&auth, "token4").await,
             Some(user("user4", "uid4", &["group2"]))
         );
         assert_eq!(
-            lookup(&auth, "token5"),
+            lookup(&auth, "token5").await,
             Some(user("user5", "uid5", &["group5"]))
         );
         assert_eq!(
-            lookup(&auth, "token6"),
+            lookup(&auth, "token6").await,
             Some(user("user6", "uid6", &["group5"]))
         );
         assert_eq!(
-            lookup(&auth, "token7"),
+            lookup(&auth, "token7").await,
             Some(user("user7", "uid7", &["group1", "group2"]))
         );
-        assert_eq!(lookup(&auth, "token8"), None);
-        assert_eq!(lookup(&auth, ""), None);
+        assert_eq!(lookup(&auth, "token8").await, None);
+        assert_eq!(lookup(&auth, "").await, None);
     }
 
     #[test]
@@ -180,22 +188,25 @@ mod tests {
         }
     }
 
-    #[test]
-    fn empty_token_skipped_and_last_duplicate_wins() {
+    #[tokio::test]
+    async fn empty_token_skipped_and_last_duplicate_wins() {
         let data = ",user1,uid1\ntoken2,user2,uid2\ntoken2,user3,uid3\n";
         let auth = TokenFileAuthenticator::from_file_data(data);
-        assert_eq!(lookup(&auth, ""), None);
-        assert_eq!(lookup(&auth, "token2"), Some(user("user3", "uid3", &[])));
+        assert_eq!(lookup(&auth, "").await, None);
+        assert_eq!(
+            lookup(&auth, "token2").await,
+            Some(user("user3", "uid3", &[]))
+        );
     }
 
-    #[test]
-    fn reads_file_from_disk() {
+    #[tokio::test]
+    async fn reads_file_from_disk() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokens.csv");
         std::fs::write(&path, "abc,admin,1,system:masters\n").unwrap();
         let auth = TokenFileAuthenticator::from_file(&path).unwrap();
         assert_eq!(
-            lookup(&auth, "abc"),
+            lookup(&auth, "abc").await,
             Some(user("admin", "1", &["system:masters"]))
         );
         assert!(TokenFileAuthenticator::from_file(&dir.path().join("missing")).is_err());

@@ -41,11 +41,15 @@ pub fn union(mut authenticators: Vec<Arc<dyn Authenticator>>) -> Arc<dyn Authent
     Arc::new(UnionAuthenticator::new(authenticators))
 }
 
+#[async_trait::async_trait]
 impl Authenticator for UnionAuthenticator {
-    fn authenticate(&self, req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError> {
+    async fn authenticate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError> {
         let mut errors = Vec::new();
         for auth in &self.authenticators {
-            match auth.authenticate(req) {
+            match auth.authenticate(req).await {
                 Ok(Some(resp)) => return Ok(Some(resp)),
                 Ok(None) => {}
                 Err(e) if self.fail_on_error => return Err(e),
@@ -77,8 +81,9 @@ mod tests {
         })
     }
 
+    #[async_trait::async_trait]
     impl Authenticator for Mock {
-        fn authenticate(
+        async fn authenticate(
             &self,
             _req: &http::request::Parts,
         ) -> Result<Option<AuthResponse>, AuthError> {
@@ -106,60 +111,63 @@ mod tests {
         r.unwrap().unwrap().user.name
     }
 
-    #[test]
-    fn first_passes() {
+    #[tokio::test]
+    async fn first_passes() {
         let (a, b) = (mock(user("fresh_user")), mock(Ok(None)));
         let u = UnionAuthenticator::new(vec![a.clone(), b.clone()]);
-        assert_eq!(name(u.authenticate(&parts())), "fresh_user");
+        assert_eq!(name(u.authenticate(&parts()).await), "fresh_user");
         assert_eq!(b.calls.load(Ordering::SeqCst), 0);
     }
 
-    #[test]
-    fn second_passes() {
+    #[tokio::test]
+    async fn second_passes() {
         let u = UnionAuthenticator::new(vec![mock(Ok(None)), mock(user("elder"))]);
-        assert_eq!(name(u.authenticate(&parts())), "elder");
+        assert_eq!(name(u.authenticate(&parts()).await), "elder");
     }
 
-    #[test]
-    fn no_authenticators() {
+    #[tokio::test]
+    async fn no_authenticators() {
         let u = UnionAuthenticator::new(vec![]);
-        assert_eq!(u.authenticate(&parts()).unwrap(), None);
+        assert_eq!(u.authenticate(&parts()).await.unwrap(), None);
     }
 
-    #[test]
-    fn non_passing() {
+    #[tokio::test]
+    async fn non_passing() {
         let u = UnionAuthenticator::new(vec![mock(Ok(None)), mock(Ok(None))]);
-        assert_eq!(u.authenticate(&parts()).unwrap(), None);
+        assert_eq!(u.authenticate(&parts()).await.unwrap(), None);
     }
 
-    #[test]
-    fn errors_suppressed_when_one_passes() {
+    #[tokio::test]
+    async fn errors_suppressed_when_one_passes() {
         let u = UnionAuthenticator::new(vec![mock(err("first")), mock(user("ok"))]);
-        assert_eq!(name(u.authenticate(&parts())), "ok");
+        assert_eq!(name(u.authenticate(&parts()).await), "ok");
     }
 
-    #[test]
-    fn all_errors_aggregated() {
+    #[tokio::test]
+    async fn all_errors_aggregated() {
         let u = UnionAuthenticator::new(vec![mock(err("first")), mock(err("second"))]);
         assert_eq!(
-            u.authenticate(&parts()).unwrap_err().to_string(),
+            u.authenticate(&parts()).await.unwrap_err().to_string(),
             "[first, second]"
         );
     }
 
-    #[test]
-    fn fail_early() {
+    #[tokio::test]
+    async fn fail_early() {
         let later = mock(user("anonymous"));
         let u = UnionAuthenticator::fail_on_error(vec![mock(err("fail")), later.clone()]);
-        assert_eq!(u.authenticate(&parts()).unwrap_err().to_string(), "fail");
+        assert_eq!(
+            u.authenticate(&parts()).await.unwrap_err().to_string(),
+            "fail"
+        );
         assert_eq!(later.calls.load(Ordering::SeqCst), 0);
     }
 
-    #[test]
-    fn single_is_unwrapped() {
+    #[tokio::test]
+    async fn single_is_unwrapped() {
         let only = mock(user("only"));
         let u = union(vec![only.clone()]);
-        assert_eq!(name(u.authenticate(&parts())), "only");
+        assert_eq!(name(u.authenticate(&parts()).await), "only");
         assert_eq!(only.calls.load(Ordering::SeqCst), 1);
     }
 }

@@ -93,8 +93,12 @@ pub fn strip_token_protocol(headers: &mut HeaderMap) {
     }
 }
 
+#[async_trait::async_trait]
 impl Authenticator for WebSocketProtocolAuthenticator {
-    fn authenticate(&self, req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError> {
+    async fn authenticate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError> {
         if !is_websocket_request(&req.headers) {
             return Ok(None);
         }
@@ -106,7 +110,7 @@ impl Authenticator for WebSocketProtocolAuthenticator {
         if token.is_empty() {
             return Ok(None);
         }
-        match self.tokens.authenticate_token(req, &token)? {
+        match self.tokens.authenticate_token(req, &token).await? {
             Some(resp) => Ok(Some(resp)),
             None => Err(AuthError::InvalidBearerToken),
         }
@@ -119,8 +123,9 @@ mod tests {
     use crate::request::UserInfo;
 
     struct Tokens;
+    #[async_trait::async_trait]
     impl TokenAuthenticator for Tokens {
-        fn authenticate_token(
+        async fn authenticate_token(
             &self,
             _req: &http::request::Parts,
             token: &str,
@@ -154,22 +159,32 @@ mod tests {
         )
     }
 
-    #[test]
-    fn websocket_tokens() {
+    #[tokio::test]
+    async fn websocket_tokens() {
         let auth = WebSocketProtocolAuthenticator::new(Arc::new(Tokens));
         let good = format!("{}, v4.channel.k8s.io", encoded("token"));
-        assert!(auth.authenticate(&parts(&[&good], true)).unwrap().is_some());
+        assert!(
+            auth.authenticate(&parts(&[&good], true))
+                .await
+                .unwrap()
+                .is_some()
+        );
         // Not a websocket request: no opinion.
-        assert_eq!(auth.authenticate(&parts(&[&good], false)).unwrap(), None);
+        assert_eq!(
+            auth.authenticate(&parts(&[&good], false)).await.unwrap(),
+            None
+        );
         // No token: no opinion.
         assert_eq!(
             auth.authenticate(&parts(&["v4.channel.k8s.io"], true))
+                .await
                 .unwrap(),
             None
         );
         // Only the token protocol.
         assert_eq!(
             auth.authenticate(&parts(&[&encoded("token")], true))
+                .await
                 .unwrap_err()
                 .to_string(),
             "missing additional subprotocol"
@@ -178,6 +193,7 @@ mod tests {
         let bad = format!("{}, v4.channel.k8s.io", encoded("other"));
         assert_eq!(
             auth.authenticate(&parts(&[&bad], true))
+                .await
                 .unwrap_err()
                 .to_string(),
             "invalid bearer token"
@@ -185,6 +201,7 @@ mod tests {
         // Two tokens.
         assert!(
             auth.authenticate(&parts(&[&good, &encoded("token")], true))
+                .await
                 .is_err()
         );
 

@@ -249,8 +249,12 @@ impl X509Authenticator {
     }
 }
 
+#[async_trait::async_trait]
 impl Authenticator for X509Authenticator {
-    fn authenticate(&self, req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError> {
+    async fn authenticate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError> {
         let Some(chain) = peer_chain(req) else {
             return Ok(None);
         };
@@ -291,8 +295,12 @@ impl X509Verifier {
     }
 }
 
+#[async_trait::async_trait]
 impl Authenticator for X509Verifier {
-    fn authenticate(&self, req: &http::request::Parts) -> Result<Option<AuthResponse>, AuthError> {
+    async fn authenticate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<AuthResponse>, AuthError> {
         let Some(chain) = peer_chain(req) else {
             return Ok(None);
         };
@@ -308,7 +316,7 @@ impl Authenticator for X509Verifier {
                 return Err(AuthError::CommonNameNotAllowed(cn));
             }
         }
-        self.inner.authenticate(req)
+        self.inner.authenticate(req).await
     }
 }
 
@@ -411,17 +419,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn x509_table() {
+    #[tokio::test]
+    async fn x509_table() {
         let root = Ca::new("root");
         let other = Ca::new("other");
         let intermediate = root.intermediate("intermediate");
         let auth = X509Authenticator::new(ca_source(&root));
 
         // No TLS / no certificates: no opinion.
-        assert_eq!(auth.authenticate(&request_with(None)).unwrap(), None);
+        assert_eq!(auth.authenticate(&request_with(None)).await.unwrap(), None);
         assert_eq!(
-            auth.authenticate(&request_with(Some(vec![]))).unwrap(),
+            auth.authenticate(&request_with(Some(vec![])))
+                .await
+                .unwrap(),
             None
         );
 
@@ -429,6 +439,7 @@ mod tests {
         let leaf = root.client("client_cn", &["group_a", "group_b"]);
         let resp = auth
             .authenticate(&request_with(Some(vec![leaf.clone()])))
+            .await
             .unwrap()
             .unwrap();
         assert_eq!(resp.user.name, "client_cn");
@@ -444,7 +455,9 @@ mod tests {
         // Empty CN: verified, but no opinion.
         let no_cn = root.client("", &["group"]);
         assert_eq!(
-            auth.authenticate(&request_with(Some(vec![no_cn]))).unwrap(),
+            auth.authenticate(&request_with(Some(vec![no_cn])))
+                .await
+                .unwrap(),
             None
         );
 
@@ -452,6 +465,7 @@ mod tests {
         let foreign = other.client("client_cn", &[]);
         let err = auth
             .authenticate(&request_with(Some(vec![foreign.clone()])))
+            .await
             .unwrap_err();
         let text = err.to_string();
         assert!(text.starts_with("verifying certificate SN="), "{text}");
@@ -467,6 +481,7 @@ mod tests {
         let server = root.sign(params);
         let err = auth
             .authenticate(&request_with(Some(vec![server])))
+            .await
             .unwrap_err();
         assert!(
             err.to_string()
@@ -480,6 +495,7 @@ mod tests {
         let no_eku = root.sign(params);
         assert_eq!(
             auth.authenticate(&request_with(Some(vec![no_eku])))
+                .await
                 .unwrap()
                 .unwrap()
                 .user
@@ -494,6 +510,7 @@ mod tests {
         let expired = root.sign(params);
         let err = auth
             .authenticate(&request_with(Some(vec![expired])))
+            .await
             .unwrap_err();
         assert!(err.to_string().contains("expired"), "{err}");
 
@@ -504,6 +521,7 @@ mod tests {
                 via_intermediate.clone(),
                 intermediate.der()
             ])))
+            .await
             .unwrap()
             .unwrap()
             .user
@@ -512,6 +530,7 @@ mod tests {
         );
         assert!(
             auth.authenticate(&request_with(Some(vec![via_intermediate])))
+                .await
                 .is_err()
         );
 
@@ -520,13 +539,14 @@ mod tests {
         assert_eq!(
             unloaded
                 .authenticate(&request_with(Some(vec![leaf])))
+                .await
                 .unwrap(),
             None
         );
     }
 
-    #[test]
-    fn uid_from_certificate() {
+    #[tokio::test]
+    async fn uid_from_certificate() {
         let root = Ca::new("root");
         let auth = X509Authenticator::new(ca_source(&root));
         let mut params = client_params("with-uid", &["g"]);
@@ -537,6 +557,7 @@ mod tests {
         let leaf = root.sign(params);
         let resp = auth
             .authenticate(&request_with(Some(vec![leaf])))
+            .await
             .unwrap()
             .unwrap();
         assert_eq!(resp.user.uid, "the-uid");
@@ -549,6 +570,7 @@ mod tests {
         let leaf = root.sign(params);
         assert_eq!(
             auth.authenticate(&request_with(Some(vec![leaf])))
+                .await
                 .unwrap_err()
                 .to_string(),
             "UID cannot be an empty string"
@@ -597,8 +619,9 @@ mod tests {
     }
 
     struct Fixed;
+    #[async_trait::async_trait]
     impl Authenticator for Fixed {
-        fn authenticate(
+        async fn authenticate(
             &self,
             _req: &http::request::Parts,
         ) -> Result<Option<AuthResponse>, AuthError> {
@@ -609,19 +632,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn x509_verifier() {
+    #[tokio::test]
+    async fn x509_verifier() {
         let root = Ca::new("root");
         let other = Ca::new("other");
         let allowed = X509Verifier::new(ca_source(&root), vec!["proxy".into()], Arc::new(Fixed));
         let any = X509Verifier::new(ca_source(&root), vec![], Arc::new(Fixed));
 
-        assert_eq!(allowed.authenticate(&request_with(None)).unwrap(), None);
+        assert_eq!(
+            allowed.authenticate(&request_with(None)).await.unwrap(),
+            None
+        );
 
         let proxy = root.client("proxy", &[]);
         assert_eq!(
             allowed
                 .authenticate(&request_with(Some(vec![proxy.clone()])))
+                .await
                 .unwrap()
                 .unwrap()
                 .user
@@ -632,12 +659,14 @@ mod tests {
         assert_eq!(
             allowed
                 .authenticate(&request_with(Some(vec![intruder.clone()])))
+                .await
                 .unwrap_err()
                 .to_string(),
             "x509: subject with cn=intruder is not in the allowed list"
         );
         assert!(
             any.authenticate(&request_with(Some(vec![intruder])))
+                .await
                 .unwrap()
                 .is_some()
         );
@@ -645,6 +674,7 @@ mod tests {
         assert_eq!(
             allowed
                 .authenticate(&request_with(Some(vec![foreign])))
+                .await
                 .unwrap_err()
                 .to_string(),
             "x509: certificate signed by unknown authority"

@@ -6,8 +6,9 @@ use super::{Attributes, AuthorizeResult, Authorizer, AuthzError, Decision};
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AlwaysAllow;
 
+#[async_trait::async_trait]
 impl Authorizer for AlwaysAllow {
-    fn authorize(&self, _attrs: &Attributes) -> AuthorizeResult {
+    async fn authorize(&self, _attrs: &Attributes) -> AuthorizeResult {
         (Decision::Allow, String::new(), None)
     }
 }
@@ -20,8 +21,9 @@ pub struct AlwaysDeny;
 /// The reason [`AlwaysDeny`] gives.
 pub const ALWAYS_DENY_REASON: &str = "Everything is forbidden.";
 
+#[async_trait::async_trait]
 impl Authorizer for AlwaysDeny {
-    fn authorize(&self, _attrs: &Attributes) -> AuthorizeResult {
+    async fn authorize(&self, _attrs: &Attributes) -> AuthorizeResult {
         (Decision::NoOpinion, ALWAYS_DENY_REASON.to_string(), None)
     }
 }
@@ -40,8 +42,9 @@ impl PrivilegedGroups {
     }
 }
 
+#[async_trait::async_trait]
 impl Authorizer for PrivilegedGroups {
-    fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
+    async fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
         let Some(user) = attrs.user.as_deref() else {
             return (
                 Decision::NoOpinion,
@@ -75,30 +78,30 @@ mod tests {
         }
     }
 
-    #[test]
-    fn new_always_allow_authorizer() {
-        let (d, reason, err) = AlwaysAllow.authorize(&attrs(None));
+    #[tokio::test]
+    async fn new_always_allow_authorizer() {
+        let (d, reason, err) = AlwaysAllow.authorize(&attrs(None)).await;
         assert_eq!(d, Decision::Allow);
         assert!(reason.is_empty() && err.is_none());
     }
 
-    #[test]
-    fn new_always_deny_authorizer() {
-        let (d, reason, err) = AlwaysDeny.authorize(&attrs(Some(&[])));
+    #[tokio::test]
+    async fn new_always_deny_authorizer() {
+        let (d, reason, err) = AlwaysDeny.authorize(&attrs(Some(&[]))).await;
         assert_eq!(d, Decision::NoOpinion);
         assert_eq!(reason, "Everything is forbidden.");
         assert!(err.is_none());
     }
 
-    #[test]
-    fn privileged_group_authorizer() {
+    #[tokio::test]
+    async fn privileged_group_authorizer() {
         let auth = PrivilegedGroups::new(vec!["allow-01".into(), "allow-02".into()]);
-        let (d, _, _) = auth.authorize(&attrs(Some(&["no", "allow-02"])));
+        let (d, _, _) = auth.authorize(&attrs(Some(&["no", "allow-02"]))).await;
         assert_eq!(d, Decision::Allow);
-        let (d, _, err) = auth.authorize(&attrs(Some(&["no", "allow-03"])));
+        let (d, _, err) = auth.authorize(&attrs(Some(&["no", "allow-03"]))).await;
         assert_eq!(d, Decision::NoOpinion);
         assert!(err.is_none());
-        let (d, reason, err) = auth.authorize(&attrs(None));
+        let (d, reason, err) = auth.authorize(&attrs(None)).await;
         assert_eq!(d, Decision::NoOpinion);
         assert_eq!(reason, "Error");
         assert_eq!(err.unwrap().to_string(), "no user on request.");

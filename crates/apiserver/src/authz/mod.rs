@@ -11,7 +11,7 @@ pub mod path;
 pub mod union;
 pub mod webhook;
 
-pub use modes::{AuthorizationMode, build_authorizer};
+pub use modes::{AuthorizationMode, build_authorizer, build_authorizer_with};
 
 /// What a request wants to do (`authorizer.AttributesRecord`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -108,7 +108,8 @@ impl AuthzError {
 pub type AuthorizeResult = (Decision, String, Option<AuthzError>);
 
 /// Authorizes requests (`authorizer.Authorizer`).
+#[async_trait::async_trait]
 pub trait Authorizer: Send + Sync {
     /// Decides on `attrs`.
-    fn authorize(&self, attrs: &Attributes) -> AuthorizeResult;
+    async fn authorize(&self, attrs: &Attributes) -> AuthorizeResult;
 }

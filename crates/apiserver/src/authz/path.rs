@@ -38,8 +38,9 @@ impl PathAuthorizer {
     }
 }
 
+#[async_trait::async_trait]
 impl Authorizer for PathAuthorizer {
-    fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
+    async fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
         if attrs.resource_request {
             return (Decision::NoOpinion, String::new(), None);
         }
@@ -57,18 +58,19 @@ impl Authorizer for PathAuthorizer {
 mod tests {
     use super::*;
 
-    fn check(allowed: &[&str], path: &str) -> Decision {
+    async fn check(allowed: &[&str], path: &str) -> Decision {
         let paths: Vec<String> = allowed.iter().map(|s| s.to_string()).collect();
         let auth = PathAuthorizer::new(&paths).unwrap();
         auth.authorize(&Attributes {
             path: path.into(),
             ..Default::default()
         })
+        .await
         .0
     }
 
-    #[test]
-    fn new_authorizer_table() {
+    #[tokio::test]
+    async fn new_authorizer_table() {
         use Decision::*;
         let cases: &[(&[&str], &[&str], &[&str])] = &[
             (&[], &[], &["/", "/foo"]),
@@ -81,10 +83,10 @@ mod tests {
         ];
         for (allowed, allow, deny) in cases {
             for p in *allow {
-                assert_eq!(check(allowed, p), Allow, "{allowed:?} {p}");
+                assert_eq!(check(allowed, p).await, Allow, "{allowed:?} {p}");
             }
             for p in *deny {
-                assert_eq!(check(allowed, p), NoOpinion, "{allowed:?} {p}");
+                assert_eq!(check(allowed, p).await, NoOpinion, "{allowed:?} {p}");
             }
         }
     }
@@ -101,14 +103,16 @@ mod tests {
         }
     }
 
-    #[test]
-    fn resource_requests_have_no_opinion() {
+    #[tokio::test]
+    async fn resource_requests_have_no_opinion() {
         let auth = PathAuthorizer::new(&["*".to_string()]).unwrap();
-        let (d, _, _) = auth.authorize(&Attributes {
-            resource_request: true,
-            path: "/api/v1/pods".into(),
-            ..Default::default()
-        });
+        let (d, _, _) = auth
+            .authorize(&Attributes {
+                resource_request: true,
+                path: "/api/v1/pods".into(),
+                ..Default::default()
+            })
+            .await;
         assert_eq!(d, Decision::NoOpinion);
     }
 }

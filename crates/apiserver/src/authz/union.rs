@@ -18,12 +18,13 @@ impl UnionAuthorizer {
     }
 }
 
+#[async_trait::async_trait]
 impl Authorizer for UnionAuthorizer {
-    fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
+    async fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
         let mut errors = Vec::new();
         let mut reasons = Vec::new();
         for authorizer in &self.authorizers {
-            let (decision, reason, err) = authorizer.authorize(attrs);
+            let (decision, reason, err) = authorizer.authorize(attrs).await;
             match decision {
                 Decision::Allow | Decision::Deny => return (decision, reason, err),
                 Decision::NoOpinion => {
@@ -47,8 +48,9 @@ mod tests {
     use super::*;
 
     struct Mock(Decision, &'static str, Option<&'static str>);
+    #[async_trait::async_trait]
     impl Authorizer for Mock {
-        fn authorize(&self, _attrs: &Attributes) -> AuthorizeResult {
+        async fn authorize(&self, _attrs: &Attributes) -> AuthorizeResult {
             (
                 self.0,
                 self.1.to_string(),
@@ -57,62 +59,69 @@ mod tests {
         }
     }
 
-    fn run(list: Vec<Mock>) -> AuthorizeResult {
+    async fn run(list: Vec<Mock>) -> AuthorizeResult {
         let list = list
             .into_iter()
             .map(|m| Arc::new(m) as Arc<dyn Authorizer>)
             .collect();
-        UnionAuthorizer::new(list).authorize(&Attributes::default())
+        UnionAuthorizer::new(list)
+            .authorize(&Attributes::default())
+            .await
     }
 
-    #[test]
-    fn authorization_first_passes() {
+    #[tokio::test]
+    async fn authorization_first_passes() {
         let (d, _, _) = run(vec![
             Mock(Decision::Allow, "", None),
             Mock(Decision::NoOpinion, "", None),
-        ]);
+        ])
+        .await;
         assert_eq!(d, Decision::Allow);
     }
 
-    #[test]
-    fn authorization_second_passes() {
+    #[tokio::test]
+    async fn authorization_second_passes() {
         let (d, _, err) = run(vec![
             Mock(Decision::NoOpinion, "", Some("ignored")),
             Mock(Decision::Allow, "ok", None),
-        ]);
+        ])
+        .await;
         assert_eq!(d, Decision::Allow);
         assert!(err.is_none());
     }
 
-    #[test]
-    fn authorization_none_passes() {
+    #[tokio::test]
+    async fn authorization_none_passes() {
         let (d, reason, err) = run(vec![
             Mock(Decision::NoOpinion, "first", None),
             Mock(Decision::NoOpinion, "", None),
             Mock(Decision::NoOpinion, "third", None),
-        ]);
+        ])
+        .await;
         assert_eq!(d, Decision::NoOpinion);
         assert_eq!(reason, "first\nthird");
         assert!(err.is_none());
     }
 
-    #[test]
-    fn authorization_error() {
+    #[tokio::test]
+    async fn authorization_error() {
         let (d, _, err) = run(vec![
             Mock(Decision::NoOpinion, "", Some("foo")),
             Mock(Decision::NoOpinion, "", Some("bar")),
-        ]);
+        ])
+        .await;
         assert_eq!(d, Decision::NoOpinion);
         assert_eq!(err.unwrap().to_string(), "[foo, bar]");
     }
 
-    #[test]
-    fn authorization_unequivocal_deny() {
+    #[tokio::test]
+    async fn authorization_unequivocal_deny() {
         let (d, reason, _) = run(vec![
             Mock(Decision::NoOpinion, "", None),
             Mock(Decision::Deny, "no", None),
             Mock(Decision::Allow, "", None),
-        ]);
+        ])
+        .await;
         assert_eq!(d, Decision::Deny);
         assert_eq!(reason, "no");
     }

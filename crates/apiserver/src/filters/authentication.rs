@@ -5,7 +5,6 @@ use std::future::Future;
 use std::sync::Arc;
 
 use base64::Engine;
-use futures::future::Either;
 use http::{Version, header};
 
 use super::authorization::{internal_error, request_uri};
@@ -20,10 +19,11 @@ use crate::status::ApiError;
 /// Authenticates every request: on success the user is stored as [`RequestUser`] and
 /// [`AuthenticatedUser`] and the credentials headers are removed; on failure the failed
 /// request is audited and answered with 401.
+#[derive(Clone)]
 pub struct AuthenticationFilter {
     authenticator: Arc<dyn Authenticator>,
     failed_auditor: Option<Arc<dyn FailedAuthenticationAuditor>>,
-    api_audiences: Vec<String>,
+    api_audiences: Arc<[String]>,
     request_header_names: Option<RequestHeaderNames>,
 }
 
@@ -38,7 +38,7 @@ impl AuthenticationFilter {
         AuthenticationFilter {
             authenticator,
             failed_auditor,
-            api_audiences,
+            api_audiences: api_audiences.into(),
             request_header_names: None,
         }
     }
@@ -152,16 +152,16 @@ impl AuthenticationFilter {
     }
 
     /// Authenticates; `Ok(user)` to continue, or the 401 response.
-    fn authenticate(
+    async fn authenticate(
         &self,
         parts: &mut http::request::Parts,
     ) -> Result<Arc<UserInfo>, Box<Response>> {
         if !self.api_audiences.is_empty() {
             parts
                 .extensions
-                .insert(ApiAudiences(self.api_audiences.clone()));
+                .insert(ApiAudiences(self.api_audiences.to_vec()));
         }
-        let response = match self.authenticator.authenticate(parts) {
+        let response = match self.authenticator.authenticate(parts).await {
             Ok(Some(response)) => response,
             Ok(None) => return Err(Box::new(self.unauthorized(parts))),
             Err(err) => {
@@ -193,16 +193,18 @@ impl AuthenticationFilter {
 
 impl Filter for AuthenticationFilter {
     fn call(&self, req: Request, next: Next) -> impl Future<Output = Response> + Send + 'static {
-        let (mut parts, body) = req.into_parts();
-        // The decision is synchronous; only the rest of the chain is awaited.
-        match self.authenticate(&mut parts) {
-            Ok(user) => {
-                let mut req = Request::from_parts(parts, body);
-                req.extensions_mut().insert(RequestUser(user.clone()));
-                req.extensions_mut().insert(AuthenticatedUser(user));
-                Either::Left(next.run(req))
+        let this = self.clone();
+        async move {
+            let (mut parts, body) = req.into_parts();
+            match this.authenticate(&mut parts).await {
+                Ok(user) => {
+                    let mut req = Request::from_parts(parts, body);
+                    req.extensions_mut().insert(RequestUser(user.clone()));
+                    req.extensions_mut().insert(AuthenticatedUser(user));
+                    next.run(req).await
+                }
+                Err(response) => *response,
             }
-            Err(response) => Either::Right(std::future::ready(*response)),
         }
     }
 }
@@ -218,8 +220,9 @@ mod tests {
     use tower::{Layer, ServiceExt};
 
     struct Fixed(Result<Option<AuthResponse>, AuthError>);
+    #[async_trait::async_trait]
     impl Authenticator for Fixed {
-        fn authenticate(
+        async fn authenticate(
             &self,
             _req: &http::request::Parts,
         ) -> Result<Option<AuthResponse>, AuthError> {

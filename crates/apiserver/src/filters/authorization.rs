@@ -4,7 +4,6 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::Either;
 use http::{HeaderValue, StatusCode, header};
 
 use super::{Filter, Next};
@@ -34,56 +33,62 @@ impl AuthorizationFilter {
 
 /// The authorizer attributes of a request: its [`RequestUser`] (if any) and [`RequestInfo`]
 /// (required; `None` when missing).
-pub fn request_attributes(req: &http::Request<impl Sized>) -> Option<Attributes> {
-    let info = req.extensions().get::<RequestInfo>()?;
-    let user = req.extensions().get::<RequestUser>().map(|u| u.0.clone());
+pub fn request_attributes(req: &http::request::Parts) -> Option<Attributes> {
+    let info = req.extensions.get::<RequestInfo>()?;
+    let user = req.extensions.get::<RequestUser>().map(|u| u.0.clone());
     Some(Attributes::from_request(user, info))
 }
 
 impl Filter for AuthorizationFilter {
     fn call(&self, req: Request, next: Next) -> impl Future<Output = Response> + Send + 'static {
-        // The decision is synchronous; only the rest of the chain is awaited.
-        match self.decide(&req) {
-            Ok(()) => Either::Left(next.run(req)),
-            Err(response) => Either::Right(std::future::ready(*response)),
+        let authorizer = self.authorizer.clone();
+        async move {
+            let (parts, body) = req.into_parts();
+            let decision = decide(&*authorizer, &parts).await;
+            let req = Request::from_parts(parts, body);
+            match decision {
+                Ok(()) => next.run(req).await,
+                Err(response) => *response,
+            }
         }
     }
 }
 
-impl AuthorizationFilter {
-    /// `Ok` to continue, or the response to send.
-    fn decide(&self, req: &Request) -> Result<(), Box<Response>> {
-        let uri = request_uri(req.uri());
-        let Some(attrs) = request_attributes(req) else {
-            return Err(Box::new(internal_error(
-                &uri,
-                "no RequestInfo found in the context",
-            )));
-        };
-        let (decision, why, err) = self.authorizer.authorize(&attrs);
-        let audit = req.extensions().get::<Arc<AuditContext>>();
-        // An authorizer such as RBAC may allow despite evaluation errors, so the decision is
-        // checked before the error.
-        if decision == Decision::Allow {
-            if let Some(audit) = audit {
-                audit.add_annotation(DECISION_ANNOTATION_KEY, "allow");
-                audit.add_annotation(REASON_ANNOTATION_KEY, &why);
-            }
-            return Ok(());
-        }
-        if let Some(err) = err {
-            if let Some(audit) = audit {
-                audit.add_annotation(REASON_ANNOTATION_KEY, "internal error");
-            }
-            return Err(Box::new(internal_error(&uri, &err.to_string())));
-        }
-        tracing::debug!(uri = %uri, reason = %why, "Forbidden");
+/// `Ok` to continue, or the response to send.
+async fn decide(
+    authorizer: &dyn Authorizer,
+    req: &http::request::Parts,
+) -> Result<(), Box<Response>> {
+    let uri = request_uri(&req.uri);
+    let Some(attrs) = request_attributes(req) else {
+        return Err(Box::new(internal_error(
+            &uri,
+            "no RequestInfo found in the context",
+        )));
+    };
+    let (decision, why, err) = authorizer.authorize(&attrs).await;
+    let audit = req.extensions.get::<Arc<AuditContext>>();
+    // An authorizer such as RBAC may allow despite evaluation errors, so the decision is
+    // checked before the error.
+    if decision == Decision::Allow {
         if let Some(audit) = audit {
-            audit.add_annotation(DECISION_ANNOTATION_KEY, "forbid");
+            audit.add_annotation(DECISION_ANNOTATION_KEY, "allow");
             audit.add_annotation(REASON_ANNOTATION_KEY, &why);
         }
-        Err(Box::new(forbidden(&attrs, &why)))
+        return Ok(());
     }
+    if let Some(err) = err {
+        if let Some(audit) = audit {
+            audit.add_annotation(REASON_ANNOTATION_KEY, "internal error");
+        }
+        return Err(Box::new(internal_error(&uri, &err.to_string())));
+    }
+    tracing::debug!(uri = %uri, reason = %why, "Forbidden");
+    if let Some(audit) = audit {
+        audit.add_annotation(DECISION_ANNOTATION_KEY, "forbid");
+        audit.add_annotation(REASON_ANNOTATION_KEY, &why);
+    }
+    Err(Box::new(forbidden(&attrs, &why)))
 }
 
 /// The request URI as Go's `req.RequestURI` (path and query).
@@ -328,8 +333,9 @@ mod tests {
     }
 
     struct Fixed(Decision, &'static str, Option<&'static str>);
+    #[async_trait::async_trait]
     impl Authorizer for Fixed {
-        fn authorize(&self, _attrs: &Attributes) -> AuthorizeResult {
+        async fn authorize(&self, _attrs: &Attributes) -> AuthorizeResult {
             (
                 self.0,
                 self.1.to_string(),
@@ -443,7 +449,7 @@ mod tests {
             ..Default::default()
         });
         req.extensions_mut().insert(RequestUser(alice.clone()));
-        let attrs = request_attributes(&req).unwrap();
+        let attrs = request_attributes(&req.into_parts().0).unwrap();
         assert_eq!(
             attrs,
             Attributes {

@@ -9,7 +9,6 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
-use futures::future::Either;
 use http::HeaderMap;
 
 use super::authorization::{forbidden, internal_error, request_uri};
@@ -41,6 +40,7 @@ const AUTHENTICATION_VERSION: &str = "authentication.k8s.io/v1";
 pub struct ImpersonatedUser(pub Arc<UserInfo>);
 
 /// The legacy impersonation filter.
+#[derive(Clone)]
 pub struct ImpersonationFilter {
     authorizer: Arc<dyn Authorizer>,
 }
@@ -183,20 +183,23 @@ fn clear_impersonation_headers(headers: &mut HeaderMap) {
 
 impl ImpersonationFilter {
     /// The impersonated user, `Ok(None)` when nothing is impersonated, or the response to send.
-    fn impersonate(&self, req: &Request) -> Result<Option<UserInfo>, Box<Response>> {
+    async fn impersonate(
+        &self,
+        req: &http::request::Parts,
+    ) -> Result<Option<UserInfo>, Box<Response>> {
         let requests =
-            impersonation_requests(req.headers()).map_err(|err| Box::new(err.into_response()))?;
+            impersonation_requests(&req.headers).map_err(|err| Box::new(err.into_response()))?;
         if requests.is_empty() {
             return Ok(None);
         }
-        let Some(RequestUser(requester)) = req.extensions().get::<RequestUser>().cloned() else {
+        let Some(RequestUser(requester)) = req.extensions.get::<RequestUser>().cloned() else {
             return Err(Box::new(internal_error(
-                &request_uri(req.uri()),
+                &request_uri(&req.uri),
                 "no user found for request",
             )));
         };
         // Explicit groups are the authority, including system:(un)authenticated.
-        let groups_specified = req.headers().contains_key(IMPERSONATE_GROUP_HEADER);
+        let groups_specified = &req.headers.contains_key(IMPERSONATE_GROUP_HEADER);
         let mut username = String::new();
         let mut groups: Vec<String> = Vec::new();
         let mut extra: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -247,9 +250,9 @@ impl ImpersonationFilter {
                     attrs.name = value;
                 }
             }
-            let (decision, why, err) = self.authorizer.authorize(&attrs);
+            let (decision, why, err) = self.authorizer.authorize(&attrs).await;
             if err.is_some() || decision != Decision::Allow {
-                tracing::debug!(uri = %req.uri(), reason = %why, error = ?err, "Forbidden");
+                tracing::debug!(uri = %req.uri, reason = %why, error = ?err, "Forbidden");
                 return Err(Box::new(forbidden(&attrs, &why)));
             }
         }
@@ -274,26 +277,27 @@ impl ImpersonationFilter {
 }
 
 impl Filter for ImpersonationFilter {
-    fn call(
-        &self,
-        mut req: Request,
-        next: Next,
-    ) -> impl Future<Output = Response> + Send + 'static {
-        // The decision is synchronous; only the rest of the chain is awaited.
-        match self.impersonate(&req) {
-            Err(response) => Either::Right(std::future::ready(*response)),
-            Ok(None) => Either::Left(next.run(req)),
-            Ok(Some(user)) => {
-                let user = Arc::new(user);
-                clear_impersonation_headers(req.headers_mut());
-                req.extensions_mut().insert(RequestUser(user.clone()));
-                // The audit filter runs outside this one: it reads the impersonated user from
-                // the shared audit context.
-                if let Some(audit) = req.extensions().get::<Arc<AuditContext>>() {
-                    audit.set_impersonated_user((*user).clone());
+    fn call(&self, req: Request, next: Next) -> impl Future<Output = Response> + Send + 'static {
+        let this = self.clone();
+        async move {
+            let (parts, body) = req.into_parts();
+            let result = this.impersonate(&parts).await;
+            let mut req = Request::from_parts(parts, body);
+            match result {
+                Err(response) => *response,
+                Ok(None) => next.run(req).await,
+                Ok(Some(user)) => {
+                    let user = Arc::new(user);
+                    clear_impersonation_headers(req.headers_mut());
+                    req.extensions_mut().insert(RequestUser(user.clone()));
+                    // The audit filter runs outside this one: it reads the impersonated user from
+                    // the shared audit context.
+                    if let Some(audit) = req.extensions().get::<Arc<AuditContext>>() {
+                        audit.set_impersonated_user((*user).clone());
+                    }
+                    req.extensions_mut().insert(ImpersonatedUser(user));
+                    next.run(req).await
                 }
-                req.extensions_mut().insert(ImpersonatedUser(user));
-                Either::Left(next.run(req))
             }
         }
     }
@@ -313,8 +317,9 @@ mod tests {
     /// Mirrors upstream's test authorizer: what each requester may impersonate.
     struct TestAuthorizer;
 
+    #[async_trait::async_trait]
     impl Authorizer for TestAuthorizer {
-        fn authorize(&self, a: &Attributes) -> AuthorizeResult {
+        async fn authorize(&self, a: &Attributes) -> AuthorizeResult {
             let user = a.user.as_deref().cloned().unwrap_or_default();
             let allow = (Decision::Allow, String::new(), None);
             let deny = (Decision::NoOpinion, "deny by default".to_string(), None);

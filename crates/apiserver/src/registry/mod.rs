@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::status::{ApiError, StatusCause};
 
 pub mod field;
+pub mod informer;
 pub mod names;
 pub mod rest;
 pub mod store;

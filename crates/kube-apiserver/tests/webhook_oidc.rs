@@ -73,24 +73,27 @@ impl JsonServer {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
-                    let service = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let handler = handler.clone();
-                        let recorded = recorded.clone();
-                        async move {
-                            let path = req.uri().path().to_string();
-                            let body = req.into_body().collect().await?.to_bytes();
-                            let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-                            recorded.lock().unwrap().push((path.clone(), body.clone()));
-                            let (status, answer) = handler(&path, &body);
-                            Ok::<_, hyper::Error>(
-                                http::Response::builder()
-                                    .status(status)
-                                    .header("Content-Type", "application/json")
-                                    .body(Full::new(Bytes::from(answer.to_string())))
-                                    .unwrap(),
-                            )
-                        }
-                    });
+                    let service = hyper::service::service_fn(
+                        move |req: http::Request<hyper::body::Incoming>| {
+                            let handler = handler.clone();
+                            let recorded = recorded.clone();
+                            async move {
+                                let path = req.uri().path().to_string();
+                                let body = req.into_body().collect().await?.to_bytes();
+                                let body: Value =
+                                    serde_json::from_slice(&body).unwrap_or(Value::Null);
+                                recorded.lock().unwrap().push((path.clone(), body.clone()));
+                                let (status, answer) = handler(&path, &body);
+                                Ok::<_, hyper::Error>(
+                                    http::Response::builder()
+                                        .status(status)
+                                        .header("Content-Type", "application/json")
+                                        .body(Full::new(Bytes::from(answer.to_string())))
+                                        .unwrap(),
+                                )
+                            }
+                        },
+                    );
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), service)
                         .await;
@@ -163,10 +166,15 @@ fn token_review_handler() -> Handler {
                 "authenticated": true,
                 "user": {"username": "webhook-user", "uid": "w-1", "groups": ["webhook-group"], "extra": {"scopes": ["read"]}}
             }),
-            "error-token" => json!({"authenticated": false, "error": "backend says this token is broken"}),
+            "error-token" => {
+                json!({"authenticated": false, "error": "backend says this token is broken"})
+            }
             _ => json!({"authenticated": false}),
         };
-        (200, json!({"apiVersion": body["apiVersion"], "kind": "TokenReview", "status": status}))
+        (
+            200,
+            json!({"apiVersion": body["apiVersion"], "kind": "TokenReview", "status": status}),
+        )
     })
 }
 
@@ -175,15 +183,29 @@ async fn webhook_token_authentication_accepts_rejects_and_caches() {
     let tmp = tempfile::tempdir().unwrap();
     let ca = Ca::new("webhook-ca");
     let hook = JsonServer::start(&ca, token_review_handler()).await;
-    let kubeconfig = webhook_kubeconfig(tmp.path(), "authn.kubeconfig", &format!("{}/authenticate", hook.url), &ca);
+    let kubeconfig = webhook_kubeconfig(
+        tmp.path(),
+        "authn.kubeconfig",
+        &format!("{}/authenticate", hook.url),
+        &ca,
+    );
     let server = ApiServer::start(&[
-        &format!("--authentication-token-webhook-config-file={}", kubeconfig.display()),
+        &format!(
+            "--authentication-token-webhook-config-file={}",
+            kubeconfig.display()
+        ),
         "--authentication-token-webhook-cache-ttl=1h",
     ])
     .await;
 
     for _ in 0..2 {
-        let out = kubectl_as(&server, tmp.path(), "good-token", &["get", "namespaces", "-o", "name"]).await;
+        let out = kubectl_as(
+            &server,
+            tmp.path(),
+            "good-token",
+            &["get", "namespaces", "-o", "name"],
+        )
+        .await;
         assert_eq!(out.code, Some(0), "{out:?}");
         assert!(out.stdout.contains("namespace/default"), "{out:?}");
     }
@@ -220,16 +242,30 @@ async fn webhook_token_authentication_v1beta1_without_cache() {
     let tmp = tempfile::tempdir().unwrap();
     let ca = Ca::new("webhook-ca");
     let hook = JsonServer::start(&ca, token_review_handler()).await;
-    let kubeconfig = webhook_kubeconfig(tmp.path(), "authn.kubeconfig", &format!("{}/tr", hook.url), &ca);
+    let kubeconfig = webhook_kubeconfig(
+        tmp.path(),
+        "authn.kubeconfig",
+        &format!("{}/tr", hook.url),
+        &ca,
+    );
     let server = ApiServer::start(&[
-        &format!("--authentication-token-webhook-config-file={}", kubeconfig.display()),
+        &format!(
+            "--authentication-token-webhook-config-file={}",
+            kubeconfig.display()
+        ),
         "--authentication-token-webhook-version=v1beta1",
         "--authentication-token-webhook-cache-ttl=0s",
     ])
     .await;
     let mut asked = 0;
     for _ in 0..2 {
-        let out = kubectl_as(&server, tmp.path(), "good-token", &["get", "namespaces", "-o", "name"]).await;
+        let out = kubectl_as(
+            &server,
+            tmp.path(),
+            "good-token",
+            &["get", "namespaces", "-o", "name"],
+        )
+        .await;
         assert_eq!(out.code, Some(0), "{out:?}");
         // No cache: every request of every run asks the webhook again.
         assert!(hook.count("/tr") > asked);
@@ -251,11 +287,18 @@ fn sar_handler() -> Handler {
         let non_resource = body["spec"].get("nonResourceAttributes").is_some();
         let status = match (ra["resource"].as_str(), ra["namespace"].as_str()) {
             _ if non_resource => json!({"allowed": true}),
-            (Some("configmaps"), Some("allowed")) => json!({"allowed": true, "reason": "webhook allows"}),
-            (Some("configmaps"), Some("denied")) => json!({"allowed": false, "denied": true, "reason": "webhook says no"}),
+            (Some("configmaps"), Some("allowed")) => {
+                json!({"allowed": true, "reason": "webhook allows"})
+            }
+            (Some("configmaps"), Some("denied")) => {
+                json!({"allowed": false, "denied": true, "reason": "webhook says no"})
+            }
             _ => json!({"allowed": false, "reason": "no opinion here"}),
         };
-        (200, json!({"apiVersion": body["apiVersion"], "kind": "SubjectAccessReview", "status": status}))
+        (
+            200,
+            json!({"apiVersion": body["apiVersion"], "kind": "SubjectAccessReview", "status": status}),
+        )
     })
 }
 
@@ -264,21 +307,41 @@ async fn webhook_authorization_allow_deny_no_opinion_in_kubectl() {
     let tmp = tempfile::tempdir().unwrap();
     let ca = Ca::new("webhook-ca");
     let hook = JsonServer::start(&ca, sar_handler()).await;
-    let kubeconfig = webhook_kubeconfig(tmp.path(), "authz.kubeconfig", &format!("{}/authorize", hook.url), &ca);
+    let kubeconfig = webhook_kubeconfig(
+        tmp.path(),
+        "authz.kubeconfig",
+        &format!("{}/authorize", hook.url),
+        &ca,
+    );
     let tokens = tmp.path().join("tokens.csv");
     std::fs::write(&tokens, "jane-token,jane,1001,\"devs,qa\"\n").unwrap();
     let server = ApiServer::start(&[
         &format!("--token-auth-file={}", tokens.display()),
         "--authorization-mode=Webhook",
-        &format!("--authorization-webhook-config-file={}", kubeconfig.display()),
+        &format!(
+            "--authorization-webhook-config-file={}",
+            kubeconfig.display()
+        ),
         "--authorization-webhook-cache-authorized-ttl=1h",
         "--authorization-webhook-cache-unauthorized-ttl=1h",
     ])
     .await;
 
-    let allowed = kubectl_as(&server, tmp.path(), "jane-token", &["get", "configmaps", "-n", "allowed"]).await;
+    let allowed = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &["get", "configmaps", "-n", "allowed"],
+    )
+    .await;
     assert_eq!(allowed.code, Some(0), "{allowed:?}");
-    let denied = kubectl_as(&server, tmp.path(), "jane-token", &["get", "configmaps", "-n", "denied"]).await;
+    let denied = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &["get", "configmaps", "-n", "denied"],
+    )
+    .await;
     assert_eq!(denied.code, Some(1), "{denied:?}");
     assert!(
         denied.stderr.contains(
@@ -286,7 +349,13 @@ async fn webhook_authorization_allow_deny_no_opinion_in_kubectl() {
         ),
         "{denied:?}"
     );
-    let no_opinion = kubectl_as(&server, tmp.path(), "jane-token", &["get", "secrets", "-n", "allowed"]).await;
+    let no_opinion = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &["get", "secrets", "-n", "allowed"],
+    )
+    .await;
     assert_eq!(no_opinion.code, Some(1), "{no_opinion:?}");
     assert!(
         no_opinion.stderr.contains("User \"jane\" cannot list resource \"secrets\" in API group \"\" in the namespace \"allowed\": no opinion here"),
@@ -302,7 +371,10 @@ async fn webhook_authorization_allow_deny_no_opinion_in_kubectl() {
     assert_eq!(review["apiVersion"], "authorization.k8s.io/v1");
     assert_eq!(review["spec"]["user"], "jane");
     assert_eq!(review["spec"]["uid"], "1001");
-    assert_eq!(review["spec"]["groups"], json!(["devs", "qa", "system:authenticated"]));
+    assert_eq!(
+        review["spec"]["groups"],
+        json!(["devs", "qa", "system:authenticated"])
+    );
     assert_eq!(review["spec"]["resourceAttributes"]["verb"], "list");
     assert_eq!(review["spec"]["resourceAttributes"]["version"], "v1");
     let configmap_reviews = || {
@@ -312,11 +384,27 @@ async fn webhook_authorization_allow_deny_no_opinion_in_kubectl() {
             .count()
     };
     let before = configmap_reviews();
-    let again = kubectl_as(&server, tmp.path(), "jane-token", &["get", "configmaps", "-n", "denied"]).await;
+    let again = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &["get", "configmaps", "-n", "denied"],
+    )
+    .await;
     assert_eq!(again.code, Some(1));
-    let again = kubectl_as(&server, tmp.path(), "jane-token", &["get", "configmaps", "-n", "allowed"]).await;
+    let again = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &["get", "configmaps", "-n", "allowed"],
+    )
+    .await;
     assert_eq!(again.code, Some(0));
-    assert_eq!(configmap_reviews(), before, "cached answers asked the webhook again");
+    assert_eq!(
+        configmap_reviews(),
+        before,
+        "cached answers asked the webhook again"
+    );
 }
 
 /// An OIDC issuer: discovery, and a key set the test can rotate.
@@ -335,8 +423,12 @@ impl SigningKey {
     fn new(kid: &str) -> Self {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).unwrap();
-        SigningKey { kid: kid.into(), pair }
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
+        SigningKey {
+            kid: kid.into(),
+            pair,
+        }
     }
 
     fn jwk(&self) -> Value {
@@ -349,16 +441,23 @@ impl SigningKey {
     }
 
     fn sign(&self, claims: &Value) -> String {
-        let header = URL_SAFE_NO_PAD.encode(json!({"alg": "ES256", "typ": "JWT", "kid": self.kid}).to_string());
+        let header = URL_SAFE_NO_PAD
+            .encode(json!({"alg": "ES256", "typ": "JWT", "kid": self.kid}).to_string());
         let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
         let input = format!("{header}.{payload}");
-        let sig = self.pair.sign(&SystemRandom::new(), input.as_bytes()).unwrap();
+        let sig = self
+            .pair
+            .sign(&SystemRandom::new(), input.as_bytes())
+            .unwrap();
         format!("{input}.{}", URL_SAFE_NO_PAD.encode(sig.as_ref()))
     }
 }
 
 fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 impl Issuer {
@@ -404,7 +503,10 @@ impl Issuer {
 /// An authorization webhook that allows everything and records who asked.
 fn allow_all_handler() -> Handler {
     Arc::new(|_path, body| {
-        (200, json!({"apiVersion": body["apiVersion"], "kind": "SubjectAccessReview", "status": {"allowed": true}}))
+        (
+            200,
+            json!({"apiVersion": body["apiVersion"], "kind": "SubjectAccessReview", "status": {"allowed": true}}),
+        )
     })
 }
 
@@ -412,7 +514,12 @@ fn allow_all_handler() -> Handler {
 fn users_seen(hook: &JsonServer) -> Vec<(String, Value)> {
     hook.bodies("/authorize")
         .iter()
-        .map(|b| (b["spec"]["user"].as_str().unwrap_or("").to_string(), b["spec"]["groups"].clone()))
+        .map(|b| {
+            (
+                b["spec"]["user"].as_str().unwrap_or("").to_string(),
+                b["spec"]["groups"].clone(),
+            )
+        })
         .collect()
 }
 
@@ -425,7 +532,12 @@ async fn oidc_flags_map_prefixed_users_and_pick_up_key_rotation() {
     let ca_file = tmp.path().join("oidc-ca.crt");
     std::fs::write(&ca_file, &ca.pem.cert).unwrap();
     let hook = JsonServer::start(&ca, allow_all_handler()).await;
-    let authz = webhook_kubeconfig(tmp.path(), "authz.kubeconfig", &format!("{}/authorize", hook.url), &ca);
+    let authz = webhook_kubeconfig(
+        tmp.path(),
+        "authz.kubeconfig",
+        &format!("{}/authorize", hook.url),
+        &ca,
+    );
     let server = ApiServer::start(&[
         &format!("--oidc-issuer-url={}", issuer.url()),
         "--oidc-client-id=k8s",
@@ -444,12 +556,21 @@ async fn oidc_flags_map_prefixed_users_and_pick_up_key_rotation() {
     let token = issuer.token(&first, json!({"groups": ["dev", "ops"], "tenant": "acme"}));
     // Discovery runs in the background after start, as upstream's does.
     eventually("an OIDC token accepted", || async {
-        let out = kubectl_as(&server, tmp.path(), &token, &["get", "namespaces", "-o", "name"]).await;
+        let out = kubectl_as(
+            &server,
+            tmp.path(),
+            &token,
+            &["get", "namespaces", "-o", "name"],
+        )
+        .await;
         (out.code == Some(0)).then_some(())
     })
     .await;
     assert!(
-        users_seen(&hook).contains(&("oidc:alice".to_string(), json!(["og:dev", "og:ops", "system:authenticated"]))),
+        users_seen(&hook).contains(&(
+            "oidc:alice".to_string(),
+            json!(["og:dev", "og:ops", "system:authenticated"])
+        )),
         "{:?}",
         users_seen(&hook)
     );
@@ -458,9 +579,18 @@ async fn oidc_flags_map_prefixed_users_and_pick_up_key_rotation() {
     // signed by a key the issuer does not publish.
     let stranger = SigningKey::new("key-1");
     for (what, bad) in [
-        ("audience", issuer.token(&first, json!({"aud": "other", "tenant": "acme"}))),
-        ("expired", issuer.token(&first, json!({"exp": now() - 3600, "tenant": "acme"}))),
-        ("required claim", issuer.token(&first, json!({"tenant": "evil"}))),
+        (
+            "audience",
+            issuer.token(&first, json!({"aud": "other", "tenant": "acme"})),
+        ),
+        (
+            "expired",
+            issuer.token(&first, json!({"exp": now() - 3600, "tenant": "acme"})),
+        ),
+        (
+            "required claim",
+            issuer.token(&first, json!({"tenant": "evil"})),
+        ),
         ("forged", issuer.token(&stranger, json!({"tenant": "acme"}))),
     ] {
         let out = kubectl_as(&server, tmp.path(), &bad, &["get", "namespaces"]).await;
@@ -473,7 +603,13 @@ async fn oidc_flags_map_prefixed_users_and_pick_up_key_rotation() {
     let second = SigningKey::new("key-2");
     *issuer.keys.lock().unwrap() = vec![second.jwk()];
     let rotated = issuer.token(&second, json!({"sub": "bob", "tenant": "acme"}));
-    let out = kubectl_as(&server, tmp.path(), &rotated, &["get", "namespaces", "-o", "name"]).await;
+    let out = kubectl_as(
+        &server,
+        tmp.path(),
+        &rotated,
+        &["get", "namespaces", "-o", "name"],
+    )
+    .await;
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(users_seen(&hook).iter().any(|(u, _)| u == "oidc:bob"));
     let retired = kubectl_as(&server, tmp.path(), &token, &["get", "namespaces"]).await;
@@ -481,7 +617,12 @@ async fn oidc_flags_map_prefixed_users_and_pick_up_key_rotation() {
 }
 
 fn authn_config(issuer: &Issuer, ca: &Ca, username_expression: &str) -> String {
-    let ca_pem: String = ca.pem.cert.lines().map(|l| format!("      {l}\n")).collect();
+    let ca_pem: String = ca
+        .pem
+        .cert
+        .lines()
+        .map(|l| format!("      {l}\n"))
+        .collect();
     format!(
         "apiVersion: apiserver.config.k8s.io/v1
 kind: AuthenticationConfiguration
@@ -517,7 +658,12 @@ async fn authentication_config_cel_mappings_rules_and_reload() {
     let key = SigningKey::new("k");
     let issuer = Issuer::start(&ca, &key).await;
     let hook = JsonServer::start(&ca, allow_all_handler()).await;
-    let authz = webhook_kubeconfig(tmp.path(), "authz.kubeconfig", &format!("{}/authorize", hook.url), &ca);
+    let authz = webhook_kubeconfig(
+        tmp.path(),
+        "authz.kubeconfig",
+        &format!("{}/authorize", hook.url),
+        &ca,
+    );
     let config = tmp.path().join("authn.yaml");
     std::fs::write(&config, authn_config(&issuer, &ca, "'cel:' + claims.sub")).unwrap();
     let server = ApiServer::start(&[
@@ -528,15 +674,30 @@ async fn authentication_config_cel_mappings_rules_and_reload() {
     ])
     .await;
 
-    let gold = issuer.token(&key, json!({"sub": "bob", "tier": "gold", "roles": ["admin", "dev"], "aud": ["other"]}));
+    let gold = issuer.token(
+        &key,
+        json!({"sub": "bob", "tier": "gold", "roles": ["admin", "dev"], "aud": ["other"]}),
+    );
     eventually("a gold-tier token accepted", || async {
-        let out = kubectl_as(&server, tmp.path(), &gold, &["get", "namespaces", "-o", "name"]).await;
+        let out = kubectl_as(
+            &server,
+            tmp.path(),
+            &gold,
+            &["get", "namespaces", "-o", "name"],
+        )
+        .await;
         (out.code == Some(0)).then_some(())
     })
     .await;
     let reviews = hook.bodies("/authorize");
-    let review = reviews.iter().find(|r| r["spec"]["user"] == "cel:bob").expect("a review for cel:bob");
-    assert_eq!(review["spec"]["groups"], json!(["role:admin", "role:dev", "system:authenticated"]));
+    let review = reviews
+        .iter()
+        .find(|r| r["spec"]["user"] == "cel:bob")
+        .expect("a review for cel:bob");
+    assert_eq!(
+        review["spec"]["groups"],
+        json!(["role:admin", "role:dev", "system:authenticated"])
+    );
     assert_eq!(review["spec"]["extra"]["example.com/tier"], json!(["gold"]));
 
     // The claim validation rule refuses other tiers; the user validation rule refuses
@@ -549,15 +710,35 @@ async fn authentication_config_cel_mappings_rules_and_reload() {
     // A new mapping is picked up without a restart.
     std::fs::write(&config, authn_config(&issuer, &ca, "'v2:' + claims.sub")).unwrap();
     eventually("the reloaded username mapping", || async {
-        let out = kubectl_as(&server, tmp.path(), &gold, &["get", "namespaces", "-o", "name"]).await;
-        (out.code == Some(0) && hook.bodies("/authorize").iter().any(|r| r["spec"]["user"] == "v2:bob")).then_some(())
+        let out = kubectl_as(
+            &server,
+            tmp.path(),
+            &gold,
+            &["get", "namespaces", "-o", "name"],
+        )
+        .await;
+        (out.code == Some(0)
+            && hook
+                .bodies("/authorize")
+                .iter()
+                .any(|r| r["spec"]["user"] == "v2:bob"))
+        .then_some(())
     })
     .await;
 
     // An invalid file is refused and the running configuration kept.
     std::fs::write(&config, "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n- issuer:\n    url: http://insecure\n").unwrap();
-    server.stderr.wait_for("reloading authentication config failed").await;
-    let out = kubectl_as(&server, tmp.path(), &gold, &["get", "namespaces", "-o", "name"]).await;
+    server
+        .stderr
+        .wait_for("reloading authentication config failed")
+        .await;
+    let out = kubectl_as(
+        &server,
+        tmp.path(),
+        &gold,
+        &["get", "namespaces", "-o", "name"],
+    )
+    .await;
     assert_eq!(out.code, Some(0), "{out:?}");
 }
 
@@ -605,9 +786,19 @@ async fn authorization_config_match_conditions_failure_policy_and_reload() {
     let tmp = tempfile::tempdir().unwrap();
     let ca = Ca::new("webhook-ca");
     let hook = JsonServer::start(&ca, allow_all_handler()).await;
-    let webhook = webhook_kubeconfig(tmp.path(), "hooked.kubeconfig", &format!("{}/authorize", hook.url), &ca);
+    let webhook = webhook_kubeconfig(
+        tmp.path(),
+        "hooked.kubeconfig",
+        &format!("{}/authorize", hook.url),
+        &ca,
+    );
     let dead_port = common::free_port();
-    let dead = webhook_kubeconfig(tmp.path(), "dead.kubeconfig", &format!("https://127.0.0.1:{dead_port}/authorize"), &ca);
+    let dead = webhook_kubeconfig(
+        tmp.path(),
+        "dead.kubeconfig",
+        &format!("https://127.0.0.1:{dead_port}/authorize"),
+        &ca,
+    );
     let tokens = tmp.path().join("tokens.csv");
     std::fs::write(&tokens, "jane-token,jane,1001\n").unwrap();
     let config = tmp.path().join("authz.yaml");
@@ -618,7 +809,13 @@ async fn authorization_config_match_conditions_failure_policy_and_reload() {
     ])
     .await;
 
-    let hooked = kubectl_as(&server, tmp.path(), "jane-token", &["get", "configmaps", "-n", "hooked"]).await;
+    let hooked = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &["get", "configmaps", "-n", "hooked"],
+    )
+    .await;
     assert_eq!(hooked.code, Some(0), "{hooked:?}");
     let asked_for = |ns: &str| {
         hook.bodies("/authorize")
@@ -629,26 +826,58 @@ async fn authorization_config_match_conditions_failure_policy_and_reload() {
     assert!(asked_for("hooked") >= 1);
     // Other namespaces do not match the webhook's conditions: it is not asked, and the last
     // authorizer (AlwaysDeny) leaves the request forbidden.
-    let other = kubectl_as(&server, tmp.path(), "jane-token", &["get", "configmaps", "-n", "other"]).await;
+    let other = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &["get", "configmaps", "-n", "other"],
+    )
+    .await;
     assert_eq!(other.code, Some(1), "{other:?}");
-    assert!(other.stderr.contains("User \"jane\" cannot list resource \"configmaps\""), "{other:?}");
+    assert!(
+        other
+            .stderr
+            .contains("User \"jane\" cannot list resource \"configmaps\""),
+        "{other:?}"
+    );
     assert_eq!(asked_for("other"), 0);
     // The unreachable webhook with failurePolicy Deny denies.
-    let broken = kubectl_as(&server, tmp.path(), "jane-token", &["get", "configmaps", "-n", "broken"]).await;
+    let broken = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &["get", "configmaps", "-n", "broken"],
+    )
+    .await;
     assert_eq!(broken.code, Some(1), "{broken:?}");
     assert!(broken.stderr.contains("(Forbidden)"), "{broken:?}");
 
     // The chain is reloaded when the file changes.
     std::fs::write(&config, authz_config(&webhook, &dead, "AlwaysAllow")).unwrap();
     eventually("the reloaded chain allows", || async {
-        let out = kubectl_as(&server, tmp.path(), "jane-token", &["get", "configmaps", "-n", "other"]).await;
+        let out = kubectl_as(
+            &server,
+            tmp.path(),
+            "jane-token",
+            &["get", "configmaps", "-n", "other"],
+        )
+        .await;
         (out.code == Some(0)).then_some(())
     })
     .await;
     // A broken file keeps the running chain.
     std::fs::write(&config, "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\nauthorizers: []\n").unwrap();
-    server.stderr.wait_for("reloading authorization config failed").await;
-    let out = kubectl_as(&server, tmp.path(), "jane-token", &["get", "configmaps", "-n", "other"]).await;
+    server
+        .stderr
+        .wait_for("reloading authorization config failed")
+        .await;
+    let out = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &["get", "configmaps", "-n", "other"],
+    )
+    .await;
     assert_eq!(out.code, Some(0), "{out:?}");
 }
 
@@ -664,30 +893,73 @@ async fn bad_webhook_and_oidc_configuration_exits_1_with_one_line() {
     let garbage = tmp.path().join("garbage.kubeconfig");
     std::fs::write(&garbage, "clusters: [").unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
-        (vec![format!("--authentication-config={}", bad_authn.display())], "URL scheme must be https"),
-        (vec![format!("--authentication-config={}", bad_cel.display())], "compilation failed"),
-        (vec![format!("--authorization-config={}", bad_authz.display())], "authorizers[0].webhook: Required value: required when type=Webhook"),
         (
-            vec![format!("--authorization-config={}", bad_authz.display()), "--authorization-mode=AlwaysDeny".into()],
+            vec![format!("--authentication-config={}", bad_authn.display())],
+            "URL scheme must be https",
+        ),
+        (
+            vec![format!("--authentication-config={}", bad_cel.display())],
+            "compilation failed",
+        ),
+        (
+            vec![format!("--authorization-config={}", bad_authz.display())],
+            "authorizers[0].webhook: Required value: required when type=Webhook",
+        ),
+        (
+            vec![
+                format!("--authorization-config={}", bad_authz.display()),
+                "--authorization-mode=AlwaysDeny".into(),
+            ],
             "--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined",
         ),
         (
-            vec![format!("--authentication-config={}", bad_authn.display()), "--oidc-issuer-url=https://x".into(), "--oidc-client-id=y".into()],
+            vec![
+                format!("--authentication-config={}", bad_authn.display()),
+                "--oidc-issuer-url=https://x".into(),
+                "--oidc-client-id=y".into(),
+            ],
             "authentication-config file and oidc-* flags are mutually exclusive",
         ),
-        (vec!["--oidc-issuer-url=https://x".into()], "oidc-issuer-url and oidc-client-id should be specified together"),
-        (vec!["--authorization-mode=Webhook".into()], "authorization-mode Webhook's authorization config file not passed"),
-        (vec![format!("--authentication-token-webhook-config-file={}", garbage.display())], "error loading config file"),
-        (vec!["--authentication-token-webhook-version=v2".into(), format!("--authentication-token-webhook-config-file={}", garbage.display())], "unsupported authentication webhook version \"v2\""),
+        (
+            vec!["--oidc-issuer-url=https://x".into()],
+            "oidc-issuer-url and oidc-client-id should be specified together",
+        ),
+        (
+            vec!["--authorization-mode=Webhook".into()],
+            "authorization-mode Webhook's authorization config file not passed",
+        ),
+        (
+            vec![format!(
+                "--authentication-token-webhook-config-file={}",
+                garbage.display()
+            )],
+            "error loading config file",
+        ),
+        (
+            vec![
+                "--authentication-token-webhook-version=v2".into(),
+                format!(
+                    "--authentication-token-webhook-config-file={}",
+                    garbage.display()
+                ),
+            ],
+            "unsupported authentication webhook version \"v2\"",
+        ),
     ];
     for (args, needle) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = run_to_exit(&args).await;
         assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("Error: ")).collect();
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("Error: "))
+            .collect();
         assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
-        assert!(errors[0].contains(needle), "{args:?}: {needle} not in {stderr}");
+        assert!(
+            errors[0].contains(needle),
+            "{args:?}: {needle} not in {stderr}"
+        );
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }

@@ -196,7 +196,10 @@ mod tests {
             .authenticate_token(&parts(Some(&["api"])), "t")
             .await
             .unwrap();
-        cache.authenticate_token(&parts(None), "other").await.unwrap();
+        cache
+            .authenticate_token(&parts(None), "other")
+            .await
+            .unwrap();
         assert_eq!(inner.calls.load(Ordering::SeqCst), 3);
     }
 
@@ -208,8 +211,20 @@ mod tests {
             Duration::from_secs(60),
             Duration::from_secs(60),
         );
-        assert!(cache.authenticate_token(&parts(None), "t").await.unwrap().is_none());
-        assert!(cache.authenticate_token(&parts(None), "t").await.unwrap().is_none());
+        assert!(
+            cache
+                .authenticate_token(&parts(None), "t")
+                .await
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            cache
+                .authenticate_token(&parts(None), "t")
+                .await
+                .unwrap()
+                .is_none()
+        );
         assert_eq!(inner.calls.load(Ordering::SeqCst), 1);
 
         let inner = counting(Err(AuthError::Other("down".into())));
@@ -251,9 +266,9 @@ mod tests {
         let tasks: Vec<_> = (0..8)
             .map(|_| {
                 let cache = cache.clone();
-                tokio::spawn(async move {
-                    cache.authenticate_token(&parts(None), "t").await.unwrap()
-                })
+                tokio::spawn(
+                    async move { cache.authenticate_token(&parts(None), "t").await.unwrap() },
+                )
             })
             .collect();
         for t in tasks {

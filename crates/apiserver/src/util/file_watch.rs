@@ -45,7 +45,10 @@ async fn watch(
         Ok(mut w) => match w.watch(&dir, RecursiveMode::NonRecursive) {
             Ok(()) => Some(w),
             Err(e) => {
-                tracing::warn!("cannot watch {}: {e}; re-reading periodically", dir.display());
+                tracing::warn!(
+                    "cannot watch {}: {e}; re-reading periodically",
+                    dir.display()
+                );
                 None
             }
         },

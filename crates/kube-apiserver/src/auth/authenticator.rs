@@ -14,7 +14,13 @@ use super::AuthDeps;
 pub fn token_authenticators(
     deps: &AuthDeps<'_>,
 ) -> Result<Vec<Arc<dyn TokenAuthenticator>>, String> {
-    let _ = deps;
-    let authenticators: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
+    let mut authenticators: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
+    // JWT (OIDC) authenticators, then the token webhook behind its cache.
+    if let Some(jwt) = super::jwt::jwt_authenticators(deps.opts, &[], &deps.stop)? {
+        authenticators.push(jwt);
+    }
+    if let Some(webhook) = super::webhook::token_webhook(deps.opts, &[])? {
+        authenticators.push(webhook);
+    }
     Ok(authenticators)
 }

@@ -4,6 +4,7 @@
 //! watched: a changed file that decodes and validates, and whose webhooks can be set up,
 //! replaces the chain; anything else is logged and the running chain kept.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,9 +23,10 @@ use tokio_util::sync::CancellationToken;
 /// How often the configuration file is re-read besides inotify's notices.
 const RELOAD_INTERVAL: Duration = Duration::from_secs(60);
 
-/// Makes the authorizers the binary implements (`RBAC`, `Node`) for a configuration entry
-/// of that type.
-pub type BuiltinAuthorizers = dyn Fn(&str) -> Result<Arc<dyn Authorizer>, String> + Send + Sync;
+/// The authorizers the binary implements (`RBAC`, `Node`), by type, built when the server
+/// starts for the types its configuration lists (a reloaded file may reorder them, or drop
+/// them, but not add a type the server did not start with).
+pub type BuiltinAuthorizers = HashMap<String, Arc<dyn Authorizer>>;
 
 /// The authorizer types a configuration lists, in order (to decide, e.g., whether anonymous
 /// requests stay allowed: not with AlwaysAllow).
@@ -74,7 +76,11 @@ pub fn build_chain(
                     name: entry.name.clone(),
                 }))
             }
-            other => builtin(other)?,
+            other => builtin.get(other).cloned().ok_or_else(|| {
+                format!(
+                    "authorizers[{i}].type: authorizer type {other} was not configured when the server started"
+                )
+            })?,
         };
         chain.push(authorizer);
     }
@@ -94,19 +100,40 @@ impl Authorizer for ReloadingAuthorizer {
     }
 }
 
-/// Loads `path`, builds its chain with `builtin` for RBAC and Node, and keeps it current
-/// while `stop` is not cancelled. Also returns the configured types.
+/// Loads `path`, builds its chain (with `make_builtin` for the RBAC and Node entries: `None`
+/// when the server does not implement that type), and keeps it current while `stop` is not
+/// cancelled. Also returns the configured types.
 pub fn load(
     path: &PathBuf,
-    builtin: Arc<BuiltinAuthorizers>,
+    make_builtin: &mut dyn FnMut(&str) -> Result<Option<Arc<dyn Authorizer>>, String>,
     stop: &CancellationToken,
 ) -> Result<(Arc<dyn Authorizer>, Vec<String>), String> {
     let data = std::fs::read(path).map_err(|e| {
-        format!("failed to read authorization config file {:?}: {e}", path.display())
+        format!(
+            "failed to read authorization config file {:?}: {e}",
+            path.display()
+        )
     })?;
-    let config = AuthorizationConfiguration::parse(&String::from_utf8_lossy(&data))
-        .map_err(|e| format!("failed to load authorization config from file {:?}: {e}", path.display()))?;
-    let chain = build_chain(&config, &*builtin)?;
+    let config =
+        AuthorizationConfiguration::parse(&String::from_utf8_lossy(&data)).map_err(|e| {
+            format!(
+                "failed to load authorization config from file {:?}: {e}",
+                path.display()
+            )
+        })?;
+    let mut builtin = BuiltinAuthorizers::new();
+    for entry in &config.authorizers {
+        if matches!(entry.type_.as_str(), "RBAC" | "Node") && !builtin.contains_key(&entry.type_) {
+            let authorizer = make_builtin(&entry.type_)?.ok_or_else(|| {
+                format!(
+                    "authorizer type {} is not supported by this server",
+                    entry.type_
+                )
+            })?;
+            builtin.insert(entry.type_.clone(), authorizer);
+        }
+    }
+    let chain = build_chain(&config, &builtin)?;
     let reloading = Arc::new(ReloadingAuthorizer {
         current: ArcSwap::from_pointee(chain),
     });
@@ -117,7 +144,7 @@ pub fn load(
             let text = String::from_utf8_lossy(&data);
             let chain = AuthorizationConfiguration::parse(&text)
                 .map_err(|e| e.to_string())
-                .and_then(|c| build_chain(&c, &*builtin));
+                .and_then(|c| build_chain(&c, &builtin));
             match chain {
                 Ok(chain) => {
                     target.current.store(Arc::new(chain));

@@ -17,16 +17,34 @@ pub fn build(
     build_authorizer_with(modes, |mode| plugin(mode, deps))
 }
 
+/// The chain of `--authorization-config` (with this file's RBAC and Node authorizers), and
+/// the authorizer types it lists; `None` without the flag.
+pub fn build_from_config(
+    deps: &AuthDeps<'_>,
+) -> Result<Option<(Arc<dyn Authorizer>, Vec<String>)>, String> {
+    let Some(path) = &deps.opts.authorization_config else {
+        return Ok(None);
+    };
+    let mut builtin = |type_: &str| {
+        let mode = type_
+            .parse::<AuthorizationMode>()
+            .map_err(|e| e.to_string())?;
+        plugin(mode, deps).map_err(|e| e.to_string())
+    };
+    super::authorization_config::load(path, &mut builtin, &deps.stop).map(Some)
+}
+
 /// The authorizer of a mode that needs the server's objects; `Ok(None)` when not supported.
 fn plugin(
     mode: AuthorizationMode,
     deps: &AuthDeps<'_>,
 ) -> Result<Option<Arc<dyn Authorizer>>, AuthorizerConfigError> {
-    let _ = deps;
     match mode {
+        AuthorizationMode::Webhook => super::webhook::legacy_webhook_authorizer(deps.opts)
+            .map(Some)
+            .map_err(AuthorizerConfigError::Invalid),
         AuthorizationMode::Rbac
         | AuthorizationMode::Node
-        | AuthorizationMode::Webhook
         | AuthorizationMode::Abac
         | AuthorizationMode::AlwaysAllow
         | AuthorizationMode::AlwaysDeny => Ok(None),

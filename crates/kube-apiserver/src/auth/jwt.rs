@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::apis::apiserver::authentication::{
-    AuthenticationConfiguration, ClaimMappings, ClaimValidationRule, Issuer, JwtAuthenticator as JwtConfig,
-    PrefixedClaimOrExpression,
+    AuthenticationConfiguration, ClaimMappings, ClaimValidationRule, Issuer,
+    JwtAuthenticator as JwtConfig, PrefixedClaimOrExpression,
 };
 use apiserver::authn::bearertoken::TokenAuthenticator;
 use apiserver::authn::jwt::JwtAuthenticator;
@@ -131,17 +131,14 @@ impl JwtAuthenticators {
         }
     }
 
-    /// Whether there is any authenticator.
-    pub fn is_empty(&self) -> bool {
-        self.current.load().authenticators.is_empty()
-    }
-
     async fn reload(&self, data: &[u8], disallowed: &[String], stop: &CancellationToken) {
         let text = String::from_utf8_lossy(data);
         let config = match AuthenticationConfiguration::parse(&text, disallowed) {
             Ok(c) => c,
             Err(e) => {
-                tracing::error!("reloading authentication config failed, keeping the running one: {e}");
+                tracing::error!(
+                    "reloading authentication config failed, keeping the running one: {e}"
+                );
                 return;
             }
         };
@@ -149,7 +146,9 @@ impl JwtAuthenticators {
         let generation = match build(&config.jwt, &all_algs(), stop) {
             Ok(g) => g,
             Err(e) => {
-                tracing::error!("reloading authentication config failed, keeping the running one: {e}");
+                tracing::error!(
+                    "reloading authentication config failed, keeping the running one: {e}"
+                );
                 return;
             }
         };
@@ -168,7 +167,10 @@ impl JwtAuthenticators {
         }
         Self::start(&generation);
         self.current.store(Arc::new(generation));
-        tracing::info!("reloaded authentication config with {} jwt authenticators", config.jwt.len());
+        tracing::info!(
+            "reloaded authentication config with {} jwt authenticators",
+            config.jwt.len()
+        );
     }
 }
 
@@ -188,20 +190,45 @@ pub struct AnonymousFromConfig {
     pub paths: Vec<String>,
 }
 
+/// The anonymous settings of `--authentication-config`, when the file has any.
+pub fn anonymous_from_config(opts: &Options) -> Result<Option<AnonymousFromConfig>, String> {
+    let Some(path) = &opts.authentication_config else {
+        return Ok(None);
+    };
+    let config = AuthenticationConfiguration::load(path, &[]).map_err(|e| {
+        format!(
+            "failed to load authentication config from file {:?}: {e}",
+            path.display()
+        )
+    })?;
+    Ok(config.anonymous.map(|a| AnonymousFromConfig {
+        enabled: a.enabled,
+        paths: a.conditions.into_iter().map(|c| c.path).collect(),
+    }))
+}
+
 /// The JWT authenticators of the flags or the configuration file (reloaded while `stop` is
-/// not cancelled), and the file's anonymous settings when it has any. `disallowed_issuers`
-/// are the service-account issuers.
+/// not cancelled). `disallowed_issuers` are the service-account issuers.
 pub fn jwt_authenticators(
     opts: &Options,
     disallowed_issuers: &[String],
     stop: &CancellationToken,
-) -> Result<(Option<Arc<JwtAuthenticators>>, Option<AnonymousFromConfig>), String> {
+) -> Result<Option<Arc<JwtAuthenticators>>, String> {
     if let Some(path) = &opts.authentication_config {
         let data = std::fs::read(path).map_err(|e| {
-            format!("failed to read authentication config file {:?}: {e}", path.display())
+            format!(
+                "failed to read authentication config file {:?}: {e}",
+                path.display()
+            )
         })?;
-        let config = AuthenticationConfiguration::parse(&String::from_utf8_lossy(&data), disallowed_issuers)
-            .map_err(|e| format!("failed to load authentication config from file {:?}: {e}", path.display()))?;
+        let config =
+            AuthenticationConfiguration::parse(&String::from_utf8_lossy(&data), disallowed_issuers)
+                .map_err(|e| {
+                    format!(
+                        "failed to load authentication config from file {:?}: {e}",
+                        path.display()
+                    )
+                })?;
         let generation = build(&config.jwt, &all_algs(), stop)?;
         JwtAuthenticators::start(&generation);
         let authenticators = Arc::new(JwtAuthenticators {
@@ -214,24 +241,17 @@ pub fn jwt_authenticators(
             disallowed_issuers.to_vec(),
             stop.clone(),
         );
-        let anonymous = config.anonymous.map(|a| AnonymousFromConfig {
-            enabled: a.enabled,
-            paths: a.conditions.into_iter().map(|c| c.path).collect(),
-        });
-        return Ok((Some(authenticators), anonymous));
+        return Ok(Some(authenticators));
     }
     let Some(config) = oidc_flags_config(opts)? else {
-        return Ok((None, None));
+        return Ok(None);
     };
     let generation = build(&[config], &opts.oidc_signing_algs, stop)
         .map_err(|e| e.trim_start_matches("jwt[0]: ").to_string())?;
     JwtAuthenticators::start(&generation);
-    Ok((
-        Some(Arc::new(JwtAuthenticators {
-            current: ArcSwap::from_pointee(generation),
-        })),
-        None,
-    ))
+    Ok(Some(Arc::new(JwtAuthenticators {
+        current: ArcSwap::from_pointee(generation),
+    })))
 }
 
 fn spawn_reloader(

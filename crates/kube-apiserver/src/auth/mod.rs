@@ -4,7 +4,10 @@
 //! own API objects (service accounts, RBAC, the node graph …), built once the stores exist.
 
 pub mod authenticator;
+pub mod authorization_config;
 pub mod authorizer;
+pub mod jwt;
+pub mod webhook;
 
 use tokio_util::sync::CancellationToken;
 

@@ -9,7 +9,9 @@ use apiserver::authn::token_cache::CachedTokenAuthenticator;
 use apiserver::authn::webhook::{TokenReviewVersion, WebhookTokenAuthenticator};
 use apiserver::authz::webhook::{WebhookAuthorizer, WebhookAuthorizerConfig};
 use apiserver::authz::{Authorizer, Decision};
-use apiserver::util::webhook::{Backoff, DEFAULT_REQUEST_TIMEOUT, WebhookClient, WebhookKubeconfig};
+use apiserver::util::webhook::{
+    Backoff, DEFAULT_REQUEST_TIMEOUT, WebhookClient, WebhookKubeconfig,
+};
 
 use crate::options::Options;
 

@@ -77,7 +77,11 @@ pub struct Issuer {
     #[serde(default)]
     pub url: String,
     /// Where the discovery document is, if not under `url`.
-    #[serde(default, rename = "discoveryURL", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "discoveryURL",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub discovery_url: Option<String>,
     /// PEM CA bundle to verify the issuer's serving certificate.
     #[serde(default)]
@@ -291,7 +295,11 @@ fn validate_url(url: &str, disallowed: &[String], path: &str, errs: &mut FieldEr
         ));
     }
     if parsed.query().is_some_and(|q| !q.is_empty()) {
-        errs.push(FieldError::invalid(path, url, "URL must not contain a query"));
+        errs.push(FieldError::invalid(
+            path,
+            url,
+            "URL must not contain a query",
+        ));
     }
     if !fragment.is_empty() {
         errs.push(FieldError::invalid(
@@ -302,12 +310,7 @@ fn validate_url(url: &str, disallowed: &[String], path: &str, errs: &mut FieldEr
     }
 }
 
-fn compile(
-    text: &str,
-    variable: &str,
-    path: &str,
-    errs: &mut FieldErrors,
-) -> Option<Expression> {
+fn compile(text: &str, variable: &str, path: &str, errs: &mut FieldErrors) -> Option<Expression> {
     match Expression::compile(text, &[variable]) {
         Ok(e) => Some(e),
         Err(detail) => {
@@ -369,9 +372,17 @@ impl JwtAuthenticator {
         let issuer = &self.issuer;
         let ipath = format!("{path}.issuer");
         if issuer.url.is_empty() {
-            errs.push(FieldError::required(&format!("{ipath}.url"), "URL is required"));
+            errs.push(FieldError::required(
+                &format!("{ipath}.url"),
+                "URL is required",
+            ));
         } else {
-            validate_url(&issuer.url, disallowed_issuers, &format!("{ipath}.url"), &mut errs);
+            validate_url(
+                &issuer.url,
+                disallowed_issuers,
+                &format!("{ipath}.url"),
+                &mut errs,
+            );
         }
         if let Some(discovery) = &issuer.discovery_url
             && !discovery.is_empty()
@@ -396,7 +407,10 @@ impl JwtAuthenticator {
         let mut auds = HashSet::new();
         for (i, a) in issuer.audiences.iter().enumerate() {
             if a.is_empty() {
-                errs.push(FieldError::required(&format!("{apath}[{i}]"), "audience can't be empty"));
+                errs.push(FieldError::required(
+                    &format!("{apath}[{i}]"),
+                    "audience can't be empty",
+                ));
             }
             if !auds.insert(a.as_str()) {
                 errs.push(FieldError::duplicate(&format!("{apath}[{i}]"), a));
@@ -447,12 +461,16 @@ impl JwtAuthenticator {
                     &rule.claim,
                     "claim and expression can't both be set",
                 )),
-                (true, true) => {
-                    errs.push(FieldError::required(&rpath, "claim or expression is required"))
-                }
+                (true, true) => errs.push(FieldError::required(
+                    &rpath,
+                    "claim or expression is required",
+                )),
                 (false, true) => {
                     if !claims_seen.insert(rule.claim.as_str()) {
-                        errs.push(FieldError::duplicate(&format!("{rpath}.claim"), &rule.claim));
+                        errs.push(FieldError::duplicate(
+                            &format!("{rpath}.claim"),
+                            &rule.claim,
+                        ));
                     }
                     if !rule.message.is_empty() {
                         errs.push(FieldError::invalid(
@@ -498,7 +516,10 @@ impl JwtAuthenticator {
                 "",
                 "claim and expression can't both be set",
             )),
-            (true, true) => errs.push(FieldError::required(&upath, "claim or expression is required")),
+            (true, true) => errs.push(FieldError::required(
+                &upath,
+                "claim or expression is required",
+            )),
             (false, true) => {
                 if username.prefix.is_none() {
                     errs.push(FieldError::required(
@@ -605,7 +626,10 @@ impl JwtAuthenticator {
             && u.mentions("claims", "email")
         {
             let verified = u.mentions("claims", "email_verified")
-                || out.extra.iter().any(|(_, e)| e.mentions("claims", "email_verified"))
+                || out
+                    .extra
+                    .iter()
+                    .any(|(_, e)| e.mentions("claims", "email_verified"))
                 || out
                     .claim_validation
                     .iter()
@@ -631,9 +655,12 @@ impl JwtAuthenticator {
                     &format!("{rpath}.expression"),
                     &rule.expression,
                 ));
-            } else if let Some(e) =
-                compile(&rule.expression, "user", &format!("{rpath}.expression"), &mut errs)
-            {
+            } else if let Some(e) = compile(
+                &rule.expression,
+                "user",
+                &format!("{rpath}.expression"),
+                &mut errs,
+            ) {
                 out.user_validation.push((e, rule.message.clone()));
             }
         }
@@ -721,7 +748,10 @@ jwt:
       valueExpression: "claims.("
 "#;
         let err = parse(cel).unwrap_err();
-        assert!(err.contains("URL must not overlap with disallowed issuers"), "{err}");
+        assert!(
+            err.contains("URL must not overlap with disallowed issuers"),
+            "{err}"
+        );
         assert!(err.contains("claims.email_verified must be used"), "{err}");
         assert!(err.contains("key must be lowercase"), "{err}");
         assert!(
@@ -736,7 +766,8 @@ jwt:
         let err = parse(unknown).unwrap_err();
         assert!(err.starts_with("strict decoding error: "), "{err}");
         assert!(err.contains("bogus"), "{err}");
-        let wrong_kind = "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\n";
+        let wrong_kind =
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\n";
         assert!(parse(wrong_kind).unwrap_err().contains("no kind"));
         assert!(parse("jwt: [").is_err());
     }

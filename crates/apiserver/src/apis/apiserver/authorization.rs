@@ -218,12 +218,7 @@ fn is_dns1123_subdomain(s: &str) -> bool {
         })
 }
 
-fn ttl(
-    value: &Option<String>,
-    default: Duration,
-    path: &str,
-    errs: &mut FieldErrors,
-) -> Duration {
+fn ttl(value: &Option<String>, default: Duration, path: &str, errs: &mut FieldErrors) -> Duration {
     let Some(text) = value else {
         return default;
     };
@@ -265,8 +260,13 @@ impl WebhookConfiguration {
                 }
                 Ok((false, d)) if d <= Duration::from_secs(30) => d,
                 Ok((negative, d)) => {
-                    let shown = format!("{}{}", if negative { "-" } else { "" }, duration::format(d));
-                    errs.push(FieldError::invalid(&tpath, &shown, "must be > 0s and <= 30s"));
+                    let shown =
+                        format!("{}{}", if negative { "-" } else { "" }, duration::format(d));
+                    errs.push(FieldError::invalid(
+                        &tpath,
+                        &shown,
+                        "must be > 0s and <= 30s",
+                    ));
                     Duration::ZERO
                 }
                 Err(e) => {
@@ -312,7 +312,11 @@ impl WebhookConfiguration {
         match self.failure_policy.as_str() {
             "" => errs.push(FieldError::required(&fpath, "")),
             "NoOpinion" | "Deny" => {}
-            other => errs.push(FieldError::not_supported(&fpath, other, &["NoOpinion", "Deny"])),
+            other => errs.push(FieldError::not_supported(
+                &fpath,
+                other,
+                &["NoOpinion", "Deny"],
+            )),
         }
         let cpath = format!("{path}.connectionInfo");
         let kpath = format!("{cpath}.kubeConfigFile");
@@ -320,9 +324,11 @@ impl WebhookConfiguration {
         match self.connection_info.type_.as_str() {
             "KubeConfigFile" => match kubeconfig.as_deref() {
                 None | Some("") => errs.push(FieldError::required(&kpath, "")),
-                Some(file) if !Path::new(file).is_absolute() => {
-                    errs.push(FieldError::invalid(&kpath, file, "must be an absolute path"))
-                }
+                Some(file) if !Path::new(file).is_absolute() => errs.push(FieldError::invalid(
+                    &kpath,
+                    file,
+                    "must be an absolute path",
+                )),
                 Some(file) => match std::fs::metadata(file) {
                     Err(e) => errs.push(FieldError::invalid(
                         &kpath,
@@ -425,21 +431,25 @@ mod tests {
 
     #[test]
     fn invalid_chains_report_upstream_errors() {
-        let text = "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\nauthorizers:\n- type: RBAC\n  name: rbac\n- type: RBAC\n  name: Bad_Name\n- type: Webhook\n  name: w\n  webhook:\n    timeout: 1m\n    subjectAccessReviewVersion: v2\n    failurePolicy: Maybe\n    connectionInfo:\n      type: KubeConfigFile\n      kubeConfigFile: relative\n";
-        let err = AuthorizationConfiguration::parse(text).unwrap_err().to_string();
+        let text = "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\nauthorizers:\n- type: RBAC\n  name: rbac\n- type: RBAC\n  name: rbac2\n- type: AlwaysAllow\n  name: Bad_Name\n- type: Webhook\n  name: w\n  webhook:\n    timeout: 1m\n    subjectAccessReviewVersion: v2\n    failurePolicy: Maybe\n    connectionInfo:\n      type: KubeConfigFile\n      kubeConfigFile: relative\n";
+        let err = AuthorizationConfiguration::parse(text)
+            .unwrap_err()
+            .to_string();
         for needle in [
             "authorizers[1].type: Duplicate value: \"RBAC\"",
-            "authorizers[1].name: Invalid value: \"Bad_Name\": authorizer name is invalid",
-            "authorizers[2].timeout: Invalid value: \"1m0s\": must be > 0s and <= 30s",
-            "authorizers[2].subjectAccessReviewVersion: Unsupported value: \"v2\": supported values: \"v1\", \"v1beta1\"",
-            "authorizers[2].failurePolicy: Unsupported value: \"Maybe\": supported values: \"NoOpinion\", \"Deny\"",
-            "authorizers[2].connectionInfo.kubeConfigFile: Invalid value: \"relative\": must be an absolute path",
+            "authorizers[2].name: Invalid value: \"Bad_Name\": authorizer name is invalid",
+            "authorizers[3].timeout: Invalid value: \"1m0s\": must be > 0s and <= 30s",
+            "authorizers[3].subjectAccessReviewVersion: Unsupported value: \"v2\": supported values: \"v1\", \"v1beta1\"",
+            "authorizers[3].failurePolicy: Unsupported value: \"Maybe\": supported values: \"NoOpinion\", \"Deny\"",
+            "authorizers[3].connectionInfo.kubeConfigFile: Invalid value: \"relative\": must be an absolute path",
         ] {
             assert!(err.contains(needle), "{needle} not in {err}");
         }
         let empty = "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\n";
         assert_eq!(
-            AuthorizationConfiguration::parse(empty).unwrap_err().to_string(),
+            AuthorizationConfiguration::parse(empty)
+                .unwrap_err()
+                .to_string(),
             "authorizers: Required value: at least one authorization mode must be defined"
         );
     }

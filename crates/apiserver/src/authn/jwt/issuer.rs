@@ -129,14 +129,20 @@ impl IssuerKeys {
             }
             let seen = self.generation();
             if let Err(e) = self.refresh(seen).await {
-                tracing::warn!("oidc authenticator: refreshing keys of {}: {e}", self.issuer);
+                tracing::warn!(
+                    "oidc authenticator: refreshing keys of {}: {e}",
+                    self.issuer
+                );
             }
         }
     }
 
     /// The keys held now (`None` before discovery).
     pub fn keys(&self) -> Option<Arc<Vec<Jwk>>> {
-        self.discovered.load().as_ref().and_then(|d| d.keys.load_full())
+        self.discovered
+            .load()
+            .as_ref()
+            .and_then(|d| d.keys.load_full())
     }
 
     /// How many times the keys were fetched; pass it to [`Self::refresh`].

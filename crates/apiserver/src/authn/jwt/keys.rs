@@ -46,8 +46,8 @@ impl CompactJws {
         let payload = URL_SAFE_NO_PAD
             .decode(p)
             .map_err(|e| format!("malformed jwt payload: {e}"))?;
-        let claims: serde_json::Map<String, Value> = serde_json::from_slice(&payload)
-            .map_err(|e| format!("malformed jwt payload: {e}"))?;
+        let claims: serde_json::Map<String, Value> =
+            serde_json::from_slice(&payload).map_err(|e| format!("malformed jwt payload: {e}"))?;
         let signature = URL_SAFE_NO_PAD
             .decode(s)
             .map_err(|e| format!("malformed jwt signature: {e}"))?;
@@ -110,11 +110,22 @@ impl Jwk {
     /// Parses one JWK; `None` for keys of other types or uses (skipped, as go-jose's
     /// key set does with keys it cannot use).
     pub fn parse(v: &Value) -> Option<Jwk> {
-        if v.get("use").and_then(Value::as_str).is_some_and(|u| u != "sig") {
+        if v.get("use")
+            .and_then(Value::as_str)
+            .is_some_and(|u| u != "sig")
+        {
             return None;
         }
-        let kid = v.get("kid").and_then(Value::as_str).unwrap_or("").to_string();
-        let alg = v.get("alg").and_then(Value::as_str).unwrap_or("").to_string();
+        let kid = v
+            .get("kid")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let alg = v
+            .get("alg")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let key = match v.get("kty").and_then(Value::as_str)? {
             "RSA" => {
                 let strip = |mut b: Vec<u8>| {
@@ -178,8 +189,7 @@ impl Jwk {
                     .is_ok()
             }
             PublicKey::Ec { curve, point } => {
-                let algorithm: &dyn signature::VerificationAlgorithm = match (alg, curve.as_str())
-                {
+                let algorithm: &dyn signature::VerificationAlgorithm = match (alg, curve.as_str()) {
                     ("ES256", "P-256") => &signature::ECDSA_P256_SHA256_FIXED,
                     ("ES384", "P-384") => &signature::ECDSA_P384_SHA384_FIXED,
                     _ => return false,
@@ -203,9 +213,8 @@ pub(crate) mod tests {
     pub(crate) fn es256_key(kid: &str) -> (EcdsaKeyPair, Value) {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-        let pair =
-            EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
-                .unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+            .unwrap();
         let public = pair.public_key().as_ref();
         let jwk = json!({
             "kty": "EC", "crv": "P-256", "kid": kid, "use": "sig", "alg": "ES256",

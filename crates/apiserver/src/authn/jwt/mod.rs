@@ -187,7 +187,9 @@ impl JwtAuthenticator {
             let what = "oidc: error evaluating username claim expression";
             return match expr.eval(&[("claims", claims_v)]) {
                 Ok(cel::Value::String(s)) => Ok(s.to_string()),
-                Ok(_) => Err(format!("{what}: username claim expression must return a string")),
+                Ok(_) => Err(format!(
+                    "{what}: username claim expression must return a string"
+                )),
                 Err(e) => Err(format!("{what}: {e}")),
             };
         }
@@ -265,7 +267,9 @@ impl JwtAuthenticator {
     fn extra(&self, claims_v: &Value) -> Result<BTreeMap<String, Vec<String>>, String> {
         let mut extra = BTreeMap::new();
         for (key, expr) in &self.compiled.extra {
-            let v = expr.eval(&[("claims", claims_v)]).map_err(|e| e.to_string())?;
+            let v = expr
+                .eval(&[("claims", claims_v)])
+                .map_err(|e| e.to_string())?;
             let values = string_list(&v).map_err(|e| {
                 format!(
                     "oidc: error evaluating extra claim expression: {}: {e}",
@@ -398,7 +402,9 @@ impl TokenAuthenticator for JwtAuthenticator {
             return Ok(None);
         }
         if !self.keys.initialized() {
-            return Err(AuthError::Other("oidc: authenticator not initialized".into()));
+            return Err(AuthError::Other(
+                "oidc: authenticator not initialized".into(),
+            ));
         }
         let claims = self
             .verify(token)
@@ -431,12 +437,18 @@ mod tests {
             "{HEAD}  claimMappings:\n    username:\n      claim: sub\n      prefix: 'oidc:'\n    groups:\n      claim: groups\n      prefix: 'g:'\n    uid:\n      claim: uid\n"
         ));
         let u = a
-            .user(&claims(json!({"sub": "alice", "groups": ["dev", "ops"], "uid": "7"})))
+            .user(&claims(
+                json!({"sub": "alice", "groups": ["dev", "ops"], "uid": "7"}),
+            ))
             .unwrap();
         assert_eq!(u.name, "oidc:alice");
         assert_eq!(u.groups, vec!["g:dev", "g:ops"]);
         assert_eq!(u.uid, "7");
-        let single = a.user(&claims(json!({"sub": "bob", "groups": "admins"}))).unwrap();
+        let single = a
+            .user(&claims(
+                json!({"sub": "bob", "groups": "admins", "uid": "8"}),
+            ))
+            .unwrap();
         assert_eq!(single.groups, vec!["g:admins"]);
         assert_eq!(
             a.user(&claims(json!({"groups": []}))).unwrap_err(),
@@ -489,9 +501,7 @@ mod tests {
     #[test]
     fn other_issuers_have_no_opinion() {
         use base64::Engine;
-        let b64 = |v: Value| {
-            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string())
-        };
+        let b64 = |v: Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
         let token = format!(
             "{}.{}.c2ln",
             b64(json!({"alg": "ES256"})),

@@ -203,9 +203,10 @@ impl WebhookClient {
     /// POSTs `body` as JSON and decodes the JSON answer, retrying transient failures with
     /// the backoff.
     pub async fn post_json(&self, body: &Value) -> Result<Value, WebhookError> {
-        let bytes = Bytes::from(serde_json::to_vec(body).map_err(|e| {
-            WebhookError::Decode(format!("encoding the webhook request: {e}"))
-        })?);
+        let bytes = Bytes::from(
+            serde_json::to_vec(body)
+                .map_err(|e| WebhookError::Decode(format!("encoding the webhook request: {e}")))?,
+        );
         self.with_backoff(Some(bytes)).await
     }
 
@@ -219,8 +220,7 @@ impl WebhookClient {
         let mut delay = self.backoff.initial;
         let mut attempt = 1;
         loop {
-            let result = match tokio::time::timeout(self.timeout, self.attempt(body.clone()))
-                .await
+            let result = match tokio::time::timeout(self.timeout, self.attempt(body.clone())).await
             {
                 Ok(r) => r,
                 Err(_) => Err(WebhookError::Timeout(self.url.clone())),
@@ -401,8 +401,8 @@ mod tests {
             server: format!("http://127.0.0.1:{port}/review"),
             ..Default::default()
         };
-        let client = WebhookClient::new(&config, DEFAULT_REQUEST_TIMEOUT, Backoff::default())
-            .unwrap();
+        let client =
+            WebhookClient::new(&config, DEFAULT_REQUEST_TIMEOUT, Backoff::default()).unwrap();
         let err = client.post_json(&Value::Null).await.unwrap_err();
         assert_eq!(
             err.to_string(),

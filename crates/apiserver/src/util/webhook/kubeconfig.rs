@@ -183,15 +183,16 @@ impl WebhookKubeconfig {
             Some(ctx) => {
                 let cluster = string(Some(ctx), "cluster")
                     .and_then(|c| named(&doc, "clusters", &c, "cluster"));
-                let user =
-                    string(Some(ctx), "user").and_then(|u| named(&doc, "users", &u, "user"));
+                let user = string(Some(ctx), "user").and_then(|u| named(&doc, "users", &u, "user"));
                 (cluster, user)
             }
-            None => (only(&doc, "clusters", "cluster"), only(&doc, "users", "user")),
+            None => (
+                only(&doc, "clusters", "cluster"),
+                only(&doc, "users", "user"),
+            ),
         };
-        let server = string(cluster, "server").ok_or_else(|| {
-            KubeconfigError::Invalid("no configuration has been provided".into())
-        })?;
+        let server = string(cluster, "server")
+            .ok_or_else(|| KubeconfigError::Invalid("no configuration has been provided".into()))?;
         if !(server.starts_with("https://") || server.starts_with("http://")) {
             return Err(KubeconfigError::Invalid(format!(
                 "host must be a URL or a host:port pair: {server:?}"
@@ -275,10 +276,7 @@ mod tests {
         let text = "clusters:\n- name: x\n  cluster:\n    server: https://h:1\n    certificate-authority: ca.pem\nusers:\n- name: y\n  user:\n    client-certificate: c.pem\n    client-key: k.pem\n";
         let cfg = WebhookKubeconfig::parse(text, dir.path()).unwrap();
         assert_eq!(cfg.ca_pem, b"CAFILE");
-        assert_eq!(
-            cfg.client_cert,
-            Some((b"CERT".to_vec(), b"KEY".to_vec()))
-        );
+        assert_eq!(cfg.client_cert, Some((b"CERT".to_vec(), b"KEY".to_vec())));
     }
 
     #[test]
@@ -293,7 +291,8 @@ mod tests {
                 .to_string(),
             "invalid configuration: no configuration has been provided"
         );
-        let missing_ctx = "current-context: nope\nclusters:\n- name: x\n  cluster:\n    server: https://h\n";
+        let missing_ctx =
+            "current-context: nope\nclusters:\n- name: x\n  cluster:\n    server: https://h\n";
         assert_eq!(
             WebhookKubeconfig::parse(missing_ctx, Path::new("/"))
                 .unwrap_err()

@@ -125,7 +125,8 @@ mod tests {
     #[test]
     fn bad_ca_and_key_are_errors() {
         let bad_ca = WebhookKubeconfig {
-            ca_pem: b"-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n".to_vec(),
+            ca_pem: b"-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n"
+                .to_vec(),
             ..Default::default()
         };
         assert!(client_tls(&bad_ca).is_err());

@@ -542,7 +542,7 @@ pub async fn run(
         build_authenticator(&authn_options).map_err(setup("--token-auth-file"))?;
     config.authorizer = Some(
         match auth::authorizer::build_from_config(&deps).map_err(StartError::Setup)? {
-            Some((authorizer, _)) => authorizer,
+            Some(authorizer) => authorizer,
             None => {
                 auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?
             }

@@ -28,6 +28,9 @@ const RELOAD_INTERVAL: Duration = Duration::from_secs(60);
 /// them, but not add a type the server did not start with).
 pub type BuiltinAuthorizers = HashMap<String, Arc<dyn Authorizer>>;
 
+/// Builds the authorizer the binary implements for a type (`None`: not implemented).
+pub type MakeBuiltin<'a> = dyn FnMut(&str) -> Result<Option<Arc<dyn Authorizer>>, String> + 'a;
+
 /// The authorizer types a configuration lists, in order (to decide, e.g., whether anonymous
 /// requests stay allowed: not with AlwaysAllow).
 pub fn configured_types(config: &AuthorizationConfiguration) -> Vec<String> {
@@ -102,12 +105,12 @@ impl Authorizer for ReloadingAuthorizer {
 
 /// Loads `path`, builds its chain (with `make_builtin` for the RBAC and Node entries: `None`
 /// when the server does not implement that type), and keeps it current while `stop` is not
-/// cancelled. Also returns the configured types.
+/// cancelled.
 pub fn load(
     path: &PathBuf,
-    make_builtin: &mut dyn FnMut(&str) -> Result<Option<Arc<dyn Authorizer>>, String>,
+    make_builtin: &mut MakeBuiltin<'_>,
     stop: &CancellationToken,
-) -> Result<(Arc<dyn Authorizer>, Vec<String>), String> {
+) -> Result<Arc<dyn Authorizer>, String> {
     let data = std::fs::read(path).map_err(|e| {
         format!(
             "failed to read authorization config file {:?}: {e}",
@@ -156,5 +159,5 @@ pub fn load(
             }
         }
     });
-    Ok((reloading, configured_types(&config)))
+    Ok(reloading)
 }

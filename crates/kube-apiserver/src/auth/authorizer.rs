@@ -17,11 +17,9 @@ pub fn build(
     build_authorizer_with(modes, |mode| plugin(mode, deps))
 }
 
-/// The chain of `--authorization-config` (with this file's RBAC and Node authorizers), and
-/// the authorizer types it lists; `None` without the flag.
-pub fn build_from_config(
-    deps: &AuthDeps<'_>,
-) -> Result<Option<(Arc<dyn Authorizer>, Vec<String>)>, String> {
+/// The chain of `--authorization-config` (with this file's RBAC and Node authorizers);
+/// `None` without the flag.
+pub fn build_from_config(deps: &AuthDeps<'_>) -> Result<Option<Arc<dyn Authorizer>>, String> {
     let Some(path) = &deps.opts.authorization_config else {
         return Ok(None);
     };

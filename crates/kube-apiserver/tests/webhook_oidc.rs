@@ -646,6 +646,10 @@ jwt:
   userValidationRules:
   - expression: \"!user.username.startsWith('system:')\"
     message: no system users
+anonymous:
+  enabled: true
+  conditions:
+  - path: /livez
 ",
         url = issuer.url()
     )
@@ -699,6 +703,19 @@ async fn authentication_config_cel_mappings_rules_and_reload() {
         json!(["role:admin", "role:dev", "system:authenticated"])
     );
     assert_eq!(review["spec"]["extra"]["example.com/tier"], json!(["gold"]));
+
+    // The file's anonymous settings: anonymous requests only for /livez.
+    let anonymous = server.anonymous_client();
+    let livez = anonymous
+        .get(common::client::Proto::H1, "/livez")
+        .await
+        .unwrap();
+    assert_eq!(livez.status, 200, "{livez:?}");
+    let api = anonymous
+        .get(common::client::Proto::H1, "/api")
+        .await
+        .unwrap();
+    assert_eq!(api.status, 401, "{api:?}");
 
     // The claim validation rule refuses other tiers; the user validation rule refuses
     // system: names.

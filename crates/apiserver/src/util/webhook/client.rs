@@ -392,6 +392,92 @@ mod tests {
         );
     }
 
+    /// A plain-HTTP server answering each request with the next of `statuses` (the last
+    /// one repeated), counting requests.
+    async fn scripted_server(statuses: Vec<u16>) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/review", listener.local_addr().unwrap());
+        let count = Arc::new(AtomicUsize::new(0));
+        let seen = count.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    return;
+                };
+                let seen = seen.clone();
+                let statuses = statuses.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |_req| {
+                        let n = seen.fetch_add(1, Ordering::SeqCst);
+                        let status = statuses[n.min(statuses.len() - 1)];
+                        async move {
+                            Ok::<_, hyper::Error>(
+                                http::Response::builder()
+                                    .status(status)
+                                    .body(Full::new(Bytes::from_static(b"{\"ok\":true}")))
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), service)
+                        .await;
+                });
+            }
+        });
+        (url, count)
+    }
+
+    fn quick_backoff() -> Backoff {
+        Backoff {
+            initial: Duration::from_millis(1),
+            ..Backoff::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn internal_errors_are_retried_until_success() {
+        use std::sync::atomic::Ordering;
+        let (url, count) = scripted_server(vec![500, 504, 200]).await;
+        let config = WebhookKubeconfig {
+            server: url,
+            ..Default::default()
+        };
+        let client = WebhookClient::new(&config, DEFAULT_REQUEST_TIMEOUT, quick_backoff()).unwrap();
+        assert_eq!(
+            client.post_json(&Value::Null).await.unwrap(),
+            serde_json::json!({"ok": true})
+        );
+        assert_eq!(count.load(Ordering::SeqCst), 3);
+    }
+
+    #[tokio::test]
+    async fn retries_stop_after_five_attempts_and_client_errors_are_not_retried() {
+        use std::sync::atomic::Ordering;
+        let (url, count) = scripted_server(vec![500]).await;
+        let config = WebhookKubeconfig {
+            server: url,
+            ..Default::default()
+        };
+        let client = WebhookClient::new(&config, DEFAULT_REQUEST_TIMEOUT, quick_backoff()).unwrap();
+        let err = client.post_json(&Value::Null).await.unwrap_err();
+        assert!(
+            matches!(err, WebhookError::Status { code: 500, .. }),
+            "{err:?}"
+        );
+        assert_eq!(count.load(Ordering::SeqCst), 5);
+
+        let (url, count) = scripted_server(vec![403]).await;
+        let config = WebhookKubeconfig {
+            server: url,
+            ..Default::default()
+        };
+        let client = WebhookClient::new(&config, DEFAULT_REQUEST_TIMEOUT, quick_backoff()).unwrap();
+        assert!(client.post_json(&Value::Null).await.is_err());
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+    }
+
     #[tokio::test]
     async fn refused_connection_is_a_transport_error_not_retried() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();

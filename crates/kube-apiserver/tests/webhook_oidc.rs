@@ -377,6 +377,42 @@ async fn webhook_authorization_allow_deny_no_opinion_in_kubectl() {
     );
     assert_eq!(review["spec"]["resourceAttributes"]["verb"], "list");
     assert_eq!(review["spec"]["resourceAttributes"]["version"], "v1");
+    // Selectors reach the webhook as requirements.
+    let selected = kubectl_as(
+        &server,
+        tmp.path(),
+        "jane-token",
+        &[
+            "get",
+            "configmaps",
+            "-n",
+            "allowed",
+            "--field-selector",
+            "metadata.name=one",
+            "-l",
+            "app=web",
+        ],
+    )
+    .await;
+    assert_eq!(selected.code, Some(0), "{selected:?}");
+    let reviews = hook.bodies("/authorize");
+    let review = reviews
+        .iter()
+        .find(|r| {
+            r["spec"]["resourceAttributes"]
+                .get("fieldSelector")
+                .is_some()
+        })
+        .expect("a review with a field selector");
+    assert_eq!(
+        review["spec"]["resourceAttributes"]["fieldSelector"],
+        json!({"requirements": [{"key": "metadata.name", "operator": "In", "values": ["one"]}]})
+    );
+    assert_eq!(
+        review["spec"]["resourceAttributes"]["labelSelector"],
+        json!({"requirements": [{"key": "app", "operator": "In", "values": ["web"]}]})
+    );
+
     let configmap_reviews = || {
         hook.bodies("/authorize")
             .iter()

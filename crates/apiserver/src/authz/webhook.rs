@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{Attributes, AuthorizeResult, Authorizer, AuthzError, Decision};
+use crate::storage::selection::labels::Operator;
+use crate::storage::{FieldSelector, LabelSelector};
 use crate::util::cel::Expression;
 use crate::util::webhook::WebhookClient;
 
@@ -185,6 +187,18 @@ pub fn review_spec(attrs: &Attributes) -> Value {
                 r.insert(k.into(), json!(v));
             }
         }
+        if let Some(requirements) = field_requirements(&attrs.field_selector) {
+            r.insert(
+                "fieldSelector".into(),
+                json!({ "requirements": requirements }),
+            );
+        }
+        if let Some(requirements) = label_requirements(&attrs.label_selector) {
+            r.insert(
+                "labelSelector".into(),
+                json!({ "requirements": requirements }),
+            );
+        }
         spec.insert("resourceAttributes".into(), Value::Object(r));
     } else {
         let mut n = serde_json::Map::new();
@@ -197,6 +211,72 @@ pub fn review_spec(attrs: &Attributes) -> Value {
         spec.insert("nonResourceAttributes".into(), Value::Object(n));
     }
     Value::Object(spec)
+}
+
+/// The field selector's requirements as the review carries them (`=`/`==` as `In`, `!=` as
+/// `NotIn`, one value each); `None` when there are none or the selector does not parse
+/// (selectors only narrow a request, so what parses is still worth sending).
+fn field_requirements(selector: &str) -> Option<Vec<Value>> {
+    if selector.is_empty() {
+        return None;
+    }
+    let parsed = FieldSelector::parse(selector).ok()?;
+    let requirements: Vec<Value> = parsed
+        .requirements()
+        .iter()
+        .map(|r| {
+            json!({
+                "key": r.field,
+                "operator": if r.not_equal { "NotIn" } else { "In" },
+                "values": [r.value],
+            })
+        })
+        .collect();
+    (!requirements.is_empty()).then_some(requirements)
+}
+
+/// The label selector's requirements as the review carries them (`=`/`==` as `In`, `!=` as
+/// `NotIn`; `>` and `<` have no equivalent and are left out, as upstream does).
+fn label_requirements(selector: &str) -> Option<Vec<Value>> {
+    if selector.is_empty() {
+        return None;
+    }
+    let parsed = LabelSelector::parse(selector).ok()?;
+    let requirements: Vec<Value> = parsed
+        .requirements()
+        .iter()
+        .filter_map(|r| {
+            let operator = match r.operator {
+                Operator::In | Operator::Equals | Operator::DoubleEquals => "In",
+                Operator::NotIn | Operator::NotEquals => "NotIn",
+                Operator::Exists => "Exists",
+                Operator::DoesNotExist => "DoesNotExist",
+                Operator::GreaterThan | Operator::LessThan => return None,
+            };
+            let mut requirement = json!({ "key": r.key, "operator": operator });
+            if !r.values.is_empty() {
+                requirement["values"] = json!(r.values);
+            }
+            Some(requirement)
+        })
+        .collect();
+    (!requirements.is_empty()).then_some(requirements)
+}
+
+/// Upstream caches a review only when the attributes the client controls are small
+/// (`shouldCache`: under 10,000 bytes).
+fn should_cache(attrs: &Attributes) -> bool {
+    let size = attrs.namespace.len()
+        + attrs.verb.len()
+        + attrs.api_group.len()
+        + attrs.api_version.len()
+        + attrs.resource.len()
+        + attrs.subresource.len()
+        + attrs.name.len()
+        + attrs.path.len()
+        + attrs.label_selector.len()
+        + attrs.field_selector.len();
+    size < 10_000
 }
 
 /// The review body of `spec` in `version` (v1beta1 calls the groups `group`).
@@ -265,7 +345,9 @@ impl Authorizer for WebhookAuthorizer {
                             .get("allowed")
                             .and_then(Value::as_bool)
                             .unwrap_or(false);
-                        self.remember(key, &status, allowed);
+                        if should_cache(attrs) {
+                            self.remember(key, &status, allowed);
+                        }
                         status
                     }
                     Err(e) => {
@@ -323,6 +405,33 @@ mod tests {
         assert_eq!(
             non_resource,
             json!({"nonResourceAttributes": {"path": "/healthz", "verb": "get"}})
+        );
+    }
+
+    #[test]
+    fn selectors_become_requirements() {
+        let spec = review_spec(&Attributes {
+            field_selector: "metadata.name=a,spec.nodeName!=n".into(),
+            label_selector: "app in (x,y),tier,env!=prod,n>3".into(),
+            ..attrs()
+        });
+        let ra = &spec["resourceAttributes"];
+        assert_eq!(
+            ra["fieldSelector"],
+            json!({"requirements": [
+                {"key": "metadata.name", "operator": "In", "values": ["a"]},
+                {"key": "spec.nodeName", "operator": "NotIn", "values": ["n"]},
+            ]})
+        );
+        let labels = ra["labelSelector"]["requirements"].as_array().unwrap();
+        assert_eq!(labels.len(), 3, "{labels:?}");
+        assert!(labels.contains(&json!({"key": "app", "operator": "In", "values": ["x", "y"]})));
+        assert!(labels.contains(&json!({"key": "tier", "operator": "Exists"})));
+        assert!(labels.contains(&json!({"key": "env", "operator": "NotIn", "values": ["prod"]})));
+        assert!(
+            review_spec(&attrs())["resourceAttributes"]
+                .get("fieldSelector")
+                .is_none()
         );
     }
 

@@ -822,7 +822,46 @@ mod tests {
                 "--secure-port 70000 must be between",
             ),
             (&["--tls-min-version=VersionTLS10"], "is not supported"),
-            (&["--authorization-mode=Webhook"], "is not supported"),
+            (&["--authorization-mode=ABAC"], "is not supported"),
+            (
+                &["--authorization-mode=Webhook"],
+                "authorization-mode Webhook's authorization config file not passed",
+            ),
+            (
+                &["--authorization-webhook-config-file=/k"],
+                "cannot specify --authorization-webhook-config-file without mode Webhook",
+            ),
+            (
+                &[
+                    "--authorization-config=/c",
+                    "--authorization-webhook-version=v1beta1",
+                ],
+                "--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined",
+            ),
+            (
+                &["--authentication-config=/c", "--oidc-username-claim=email"],
+                "authentication-config file and oidc-* flags are mutually exclusive",
+            ),
+            (
+                &["--oidc-client-id=k8s"],
+                "oidc-issuer-url and oidc-client-id should be specified together",
+            ),
+            (
+                &[
+                    "--oidc-issuer-url=https://i",
+                    "--oidc-client-id=k",
+                    "--oidc-required-claim=nokey",
+                ],
+                "malformed pair, expect string=string",
+            ),
+            (
+                &["--authentication-token-webhook-version=v3"],
+                "unsupported authentication webhook version \"v3\"",
+            ),
+            (
+                &["--authorization-webhook-cache-authorized-ttl=-1s"],
+                "--authorization-webhook-cache-authorized-ttl must not be negative",
+            ),
             (
                 &["--requestheader-username-headers=X-Remote-User,"],
                 "empty value in \"requestheader-username-headers\"",

@@ -506,7 +506,7 @@ impl Issuer {
             Arc::new(move |path, _| {
                 let url = u.lock().unwrap().clone();
                 match path {
-                    "/.well-known/openid-configuration" => (
+                    "/.well-known/openid-configuration" | "/custom/openid-configuration" => (
                         200,
                         json!({"issuer": url, "jwks_uri": format!("{url}/keys"), "id_token_signing_alg_values_supported": ["ES256"]}),
                     ),
@@ -665,6 +665,7 @@ kind: AuthenticationConfiguration
 jwt:
 - issuer:
     url: {url}
+    discoveryURL: {url}/custom/openid-configuration
     audiences: [k8s, other]
     audienceMatchPolicy: MatchAny
     certificateAuthority: |
@@ -729,6 +730,9 @@ async fn authentication_config_cel_mappings_rules_and_reload() {
         (out.code == Some(0)).then_some(())
     })
     .await;
+    // Discovery used the configured discovery URL.
+    assert!(issuer.server.count("/custom/openid-configuration") >= 1);
+    assert_eq!(issuer.server.count("/.well-known/openid-configuration"), 0);
     let reviews = hook.bodies("/authorize");
     let review = reviews
         .iter()

@@ -59,8 +59,10 @@ impl Default for Backoff {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum WebhookError {
     /// The connection could not be made or broke (`Post "<url>": <reason>`).
-    #[error("Post \"{url}\": {reason}")]
+    #[error("{method} \"{url}\": {reason}")]
     Transport {
+        /// `Post` or `Get`, as Go's `url.Error` names the method.
+        method: &'static str,
         /// The webhook URL.
         url: String,
         /// Why.
@@ -68,11 +70,11 @@ pub enum WebhookError {
         /// Whether the failure is a reset worth retrying.
         reset: bool,
     },
-    /// The attempt took longer than the timeout.
+    /// The attempt took longer than the timeout (method and URL).
     #[error(
-        "Post \"{0}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+        "{0} \"{1}\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
     )]
-    Timeout(String),
+    Timeout(&'static str, String),
     /// The webhook answered with a non-2xx status.
     #[error("{message}")]
     Status {
@@ -100,6 +102,11 @@ impl WebhookError {
             _ => false,
         }
     }
+}
+
+/// Go's spelling of the request method in a `url.Error`.
+fn go_method(post: bool) -> &'static str {
+    if post { "Post" } else { "Get" }
 }
 
 /// client-go's message for a non-2xx answer: the `Status` message when the body is one,
@@ -223,7 +230,10 @@ impl WebhookClient {
             let result = match tokio::time::timeout(self.timeout, self.attempt(body.clone())).await
             {
                 Ok(r) => r,
-                Err(_) => Err(WebhookError::Timeout(self.url.clone())),
+                Err(_) => Err(WebhookError::Timeout(
+                    go_method(body.is_some()),
+                    self.url.clone(),
+                )),
             };
             match result {
                 Err(e) if e.should_retry() && attempt < self.backoff.steps => {
@@ -237,8 +247,9 @@ impl WebhookClient {
         }
     }
 
-    fn transport(&self, reason: impl std::fmt::Display, reset: bool) -> WebhookError {
+    fn transport(&self, post: bool, reason: impl std::fmt::Display, reset: bool) -> WebhookError {
         WebhookError::Transport {
+            method: go_method(post),
             url: self.url.clone(),
             reason: reason.to_string(),
             reset,
@@ -262,7 +273,7 @@ impl WebhookClient {
         }
     }
 
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, WebhookError> {
+    async fn connect(&self, post: bool) -> Result<SendRequest<Full<Bytes>>, WebhookError> {
         let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
             .await
             .map_err(|e| {
@@ -275,18 +286,18 @@ impl WebhookClient {
                     std::io::ErrorKind::ConnectionRefused => "connect: connection refused".into(),
                     _ => e.to_string(),
                 };
-                self.transport(format!("dial tcp {addr}: {reason}"), false)
+                self.transport(post, format!("dial tcp {addr}: {reason}"), false)
             })?;
         let _ = tcp.set_nodelay(true);
-        let handshake_err = |e: hyper::Error| self.transport(e, false);
+        let handshake_err = |e: hyper::Error| self.transport(post, e, false);
         match &self.tls {
             Some(tls) => {
                 let name = ServerName::try_from(self.server_name.clone())
-                    .map_err(|e| self.transport(e, false))?;
+                    .map_err(|e| self.transport(post, e, false))?;
                 let stream = tokio_rustls::TlsConnector::from(tls.clone())
                     .connect(name, tcp)
                     .await
-                    .map_err(|e| self.transport(format!("tls: {e}"), false))?;
+                    .map_err(|e| self.transport(post, format!("tls: {e}"), false))?;
                 let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
                     .await
                     .map_err(handshake_err)?;
@@ -308,9 +319,10 @@ impl WebhookClient {
     }
 
     async fn attempt(&self, body: Option<Bytes>) -> Result<Value, WebhookError> {
+        let post = body.is_some();
         let (mut sender, reused) = match self.pooled() {
             Some(s) => (s, true),
-            None => (self.connect().await?, false),
+            None => (self.connect(post).await?, false),
         };
         let method = if body.is_some() {
             http::Method::POST
@@ -333,20 +345,20 @@ impl WebhookClient {
         }
         let request = builder
             .body(Full::new(body.unwrap_or_default()))
-            .map_err(|e| self.transport(e, false))?;
+            .map_err(|e| self.transport(post, e, false))?;
         let response = match sender.send_request(request).await {
             Ok(r) => r,
             // A kept-alive connection the server closed meanwhile: a reset worth a retry.
             Err(e) => {
                 let reset = reused || e.is_incomplete_message();
-                return Err(self.transport(e, reset));
+                return Err(self.transport(post, e, reset));
             }
         };
         let (parts, body) = response.into_parts();
         let body = Limited::new(body, MAX_RESPONSE_BYTES)
             .collect()
             .await
-            .map_err(|e| self.transport(e, true))?
+            .map_err(|e| self.transport(post, e, true))?
             .to_bytes();
         self.release(sender);
         if !parts.status.is_success() {
@@ -377,7 +389,7 @@ mod tests {
         assert!(status(503, true).should_retry());
         assert!(!status(503, false).should_retry());
         assert!(!status(400, false).should_retry());
-        assert!(!WebhookError::Timeout("u".into()).should_retry());
+        assert!(!WebhookError::Timeout("Post", "u".into()).should_retry());
     }
 
     #[test]

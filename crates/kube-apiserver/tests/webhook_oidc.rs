@@ -956,9 +956,22 @@ async fn bad_webhook_and_oidc_configuration_exits_1_with_one_line() {
     std::fs::write(&bad_cel, "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthenticationConfiguration\njwt:\n- issuer:\n    url: https://issuer\n    audiences: [a]\n  claimMappings:\n    username:\n      expression: 'claims.sub +'\n").unwrap();
     let bad_authz = tmp.path().join("authz.yaml");
     std::fs::write(&bad_authz, "apiVersion: apiserver.config.k8s.io/v1\nkind: AuthorizationConfiguration\nauthorizers:\n- type: Webhook\n  name: w\n").unwrap();
+    let garbage_yaml = tmp.path().join("garbage.yaml");
+    std::fs::write(&garbage_yaml, "jwt: [").unwrap();
     let garbage = tmp.path().join("garbage.kubeconfig");
     std::fs::write(&garbage, "clusters: [").unwrap();
     let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![format!(
+                "--authentication-config={}",
+                garbage_yaml.display()
+            )],
+            "yaml: line 1 column 6: unclosed bracket",
+        ),
+        (
+            vec![format!("--authorization-config={}", garbage_yaml.display())],
+            "yaml: line 1 column 6: unclosed bracket",
+        ),
         (
             vec![format!("--authentication-config={}", bad_authn.display())],
             "URL scheme must be https",
@@ -1022,6 +1035,8 @@ async fn bad_webhook_and_oidc_configuration_exits_1_with_one_line() {
             .filter(|l| l.starts_with("Error: "))
             .collect();
         assert_eq!(errors.len(), 1, "{args:?}: {stderr}");
+        // The error is the last line: nothing of it spills onto further lines.
+        assert_eq!(stderr.lines().last(), Some(errors[0]), "{args:?}: {stderr}");
         assert!(
             errors[0].contains(needle),
             "{args:?}: {needle} not in {stderr}"

@@ -27,7 +27,14 @@ impl Expression {
     /// Compiles `text`, which may refer only to the variables in `allowed` (upstream's
     /// environment declares exactly those; anything else is a compile error there too).
     pub fn compile(text: &str, allowed: &[&str]) -> Result<Self, String> {
-        let program = Program::compile(text).map_err(|e| format!("compilation failed: {e}"))?;
+        // The parser's message draws the expression under its first line; keep that line.
+        let program = Program::compile(text).map_err(|e| {
+            let message = e.to_string();
+            format!(
+                "compilation failed: {}",
+                message.lines().next().unwrap_or("").trim()
+            )
+        })?;
         let references = program.references();
         let bound = macro_variables(text);
         let mut unknown: Vec<&str> = references

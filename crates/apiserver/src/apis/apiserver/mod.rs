@@ -41,8 +41,8 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
     kind: &str,
     versions: &[&str],
 ) -> Result<T, ConfigFileError> {
-    let value: serde_json::Value =
-        serde_saphyr::from_str(data).map_err(|e| ConfigFileError::Decode(e.to_string()))?;
+    let value: serde_json::Value = serde_saphyr::from_str(data)
+        .map_err(|e| ConfigFileError::Decode(yaml_error_line(&e.to_string())))?;
     let api_version = value
         .get("apiVersion")
         .and_then(serde_json::Value::as_str)
@@ -53,8 +53,7 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
         .unwrap_or("");
     if api_version.is_empty() || got_kind.is_empty() {
         return Err(ConfigFileError::Decode(format!(
-            "Object 'Kind' is missing in '{}'",
-            data.trim()
+            "Object 'Kind' is missing in '{value}'"
         )));
     }
     let known_version = api_version
@@ -75,6 +74,13 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
             format!("strict decoding error: {path}: {inner}")
         })
     })
+}
+
+/// The first line of a YAML parser's error (the others draw the offending line), without the
+/// parser's `error: ` prefix, as Go's YAML errors read: `yaml: line 1: …`.
+pub fn yaml_error_line(text: &str) -> String {
+    let first = text.lines().next().unwrap_or("");
+    format!("yaml: {}", first.trim_start_matches("error: "))
 }
 
 /// Reads a configuration file.

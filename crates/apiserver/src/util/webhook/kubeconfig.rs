@@ -165,7 +165,7 @@ impl WebhookKubeconfig {
     pub fn parse(text: &str, dir: &Path) -> Result<Self, KubeconfigError> {
         let doc: Value = serde_saphyr::from_str(text).map_err(|e| KubeconfigError::Parse {
             path: String::new(),
-            reason: e.to_string(),
+            reason: crate::apis::apiserver::yaml_error_line(&e.to_string()),
         })?;
         let context_name = doc
             .get("current-context")

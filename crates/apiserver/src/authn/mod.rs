@@ -20,7 +20,7 @@ pub mod group;
 pub mod jwt;
 pub mod loopback;
 pub mod requestheader;
-pub mod token_cache;
+pub mod tokencache;
 pub mod tokenfile;
 pub mod union;
 pub mod webhook;

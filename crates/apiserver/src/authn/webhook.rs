@@ -1,7 +1,7 @@
 //! Webhook token authentication (upstream `plugin/pkg/authenticator/token/webhook`): a
 //! `TokenReview` (`authentication.k8s.io/v1` or `v1beta1`) is POSTed to a remote service
 //! named by a kubeconfig file, and its `status` decides. Wrap it in
-//! [`super::token_cache::CachedTokenAuthenticator`] (`--authentication-token-webhook-cache-ttl`).
+//! [`super::tokencache::CachedTokenAuthenticator`] (`--authentication-token-webhook-cache-ttl`).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use apiserver::authn::bearertoken::TokenAuthenticator;
-use apiserver::authn::token_cache::CachedTokenAuthenticator;
+use apiserver::authn::tokencache::CachedTokenAuthenticator;
 use apiserver::authn::webhook::{TokenReviewVersion, WebhookTokenAuthenticator};
 use apiserver::authz::webhook::{WebhookAuthorizer, WebhookAuthorizerConfig};
 use apiserver::authz::{Authorizer, Decision};
@@ -16,8 +16,8 @@ use apiserver::util::webhook::{
 use crate::options::Options;
 
 /// The webhook token authenticator of `--authentication-token-webhook-config-file`, wrapped
-/// by its cache (`--authentication-token-webhook-cache-ttl`, for successes and failures
-/// alike, as upstream), or `None` without the flag.
+/// by its cache (`--authentication-token-webhook-cache-ttl`, for successes and rejections
+/// alike, errors not cached, as upstream), or `None` without the flag.
 pub fn token_webhook(
     opts: &Options,
     api_audiences: &[String],
@@ -33,9 +33,10 @@ pub fn token_webhook(
     if ttl.is_zero() {
         return Ok(Some(webhook));
     }
-    Ok(Some(Arc::new(CachedTokenAuthenticator::new(
-        webhook, ttl, ttl,
-    ))))
+    // Upstream's webhook cache keeps successes and rejections, not errors.
+    Ok(Some(Arc::new(
+        CachedTokenAuthenticator::new(webhook, ttl, ttl).caching_errors(false),
+    )))
 }
 
 /// The webhook authorizer of `--authorization-mode=Webhook` with

@@ -444,6 +444,20 @@ async fn webhook_authorization_allow_deny_no_opinion_in_kubectl() {
         before,
         "cached answers asked the webhook again"
     );
+
+    // Each round-trip is counted.
+    let metrics = server
+        .admin_client()
+        .get(common::client::Proto::H1, "/metrics")
+        .await
+        .unwrap();
+    assert!(
+        metrics.body.contains(
+            "apiserver_authorization_webhook_evaluations_total{name=\"webhook\",result=\"success\"}"
+        ),
+        "{}",
+        metrics.body
+    );
 }
 
 /// An OIDC issuer: discovery, and a key set the test can rotate.

@@ -13,11 +13,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::webhook_metrics;
 use super::{Attributes, AuthorizeResult, Authorizer, AuthzError, Decision};
 use crate::storage::selection::labels::Operator;
 use crate::storage::{FieldSelector, LabelSelector};
 use crate::util::cel::Expression;
-use crate::util::webhook::WebhookClient;
+use crate::util::webhook::{WebhookClient, WebhookError};
 
 /// The SubjectAccessReview version a webhook speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -338,7 +339,16 @@ impl Authorizer for WebhookAuthorizer {
             Some(status) => status,
             None => {
                 let body = review_body(&spec, self.config.version);
-                match self.config.client.post_json(&body).await {
+                let started = Instant::now();
+                let answer = self.config.client.post_json(&body).await;
+                let result = match &answer {
+                    Ok(_) => "success",
+                    Err(WebhookError::Timeout(..)) => "timeout",
+                    Err(WebhookError::Status { code: 504, .. }) => "timeout",
+                    Err(_) => "error",
+                };
+                webhook_metrics::observe(&self.config.name, result, started.elapsed());
+                match answer {
                     Ok(result) => {
                         let status = result.get("status").cloned().unwrap_or(Value::Null);
                         let allowed = status
@@ -352,6 +362,9 @@ impl Authorizer for WebhookAuthorizer {
                     }
                     Err(e) => {
                         tracing::error!("Failed to make webhook authorizer request: {e}");
+                        if self.config.decision_on_error == Decision::NoOpinion {
+                            webhook_metrics::fail_open(&self.config.name, result);
+                        }
                         return (
                             self.config.decision_on_error,
                             String::new(),

@@ -336,12 +336,90 @@ pub struct Options {
     /// key generated in the certificate directory).
     #[arg(long, help_heading = "Authentication flags")]
     pub service_account_signing_key_file: Option<PathBuf>,
+    // ----- Authentication flags: webhook token authentication and JWT (OIDC) -----
+    /// File with Authentication Configuration to configure the JWT Token authenticator or
+    /// the anonymous authenticator. This flag is mutually exclusive with the --oidc-* flags
+    /// if the file configures the JWT Token authenticator.
+    #[arg(long, help_heading = "Authentication flags")]
+    pub authentication_config: Option<PathBuf>,
+    /// The duration to cache responses from the webhook token authenticator.
+    #[arg(long, default_value = "2m0s", value_parser = parse_go_duration, help_heading = "Authentication flags")]
+    pub authentication_token_webhook_cache_ttl: GoDuration,
+    /// File with webhook configuration for token authentication in kubeconfig format. The
+    /// API server will query the remote service to determine authentication for bearer
+    /// tokens.
+    #[arg(long, help_heading = "Authentication flags")]
+    pub authentication_token_webhook_config_file: Option<PathBuf>,
+    /// The API version of the authentication.k8s.io TokenReview to send to and expect from
+    /// the webhook.
+    #[arg(long, default_value = "v1", help_heading = "Authentication flags")]
+    pub authentication_token_webhook_version: String,
+    /// If set, the OpenID server's certificate will be verified by one of the authorities in
+    /// the oidc-ca-file, otherwise the host's root CA set will be used.
+    #[arg(long, help_heading = "Authentication flags")]
+    pub oidc_ca_file: Option<PathBuf>,
+    /// The client ID for the OpenID Connect client, must be set if oidc-issuer-url is set.
+    #[arg(long, default_value = "", help_heading = "Authentication flags")]
+    pub oidc_client_id: String,
+    /// If provided, the name of a custom OpenID Connect claim for specifying user groups.
+    /// The claim value is expected to be a string or array of strings.
+    #[arg(long, default_value = "", help_heading = "Authentication flags")]
+    pub oidc_groups_claim: String,
+    /// If provided, all groups will be prefixed with this value to prevent conflicts with
+    /// other authentication strategies.
+    #[arg(long, default_value = "", help_heading = "Authentication flags")]
+    pub oidc_groups_prefix: String,
+    /// The URL of the OpenID issuer, only HTTPS scheme will be accepted. If set, it will be
+    /// used to verify the OIDC JSON Web Token (JWT).
+    #[arg(long, default_value = "", help_heading = "Authentication flags")]
+    pub oidc_issuer_url: String,
+    /// A key=value pair that describes a required claim in the ID Token. If set, the claim
+    /// is verified to be present in the ID Token with a matching value. Repeat this flag to
+    /// specify multiple claims.
+    #[arg(long, action = ArgAction::Append, help_heading = "Authentication flags")]
+    pub oidc_required_claim: Vec<String>,
+    /// Comma-separated list of allowed JOSE asymmetric signing algorithms. JWTs with a
+    /// supported 'alg' header values are: RS256, RS384, RS512, ES256, ES384, ES512, PS256,
+    /// PS384, PS512. Values are defined by RFC 7518 https://tools.ietf.org/html/rfc7518#section-3.1.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_value = "RS256", help_heading = "Authentication flags")]
+    pub oidc_signing_algs: Vec<String>,
+    /// The OpenID claim to use as the user name. Note that claims other than the default
+    /// ('sub') is not guaranteed to be unique and immutable.
+    #[arg(long, default_value = "sub", help_heading = "Authentication flags")]
+    pub oidc_username_claim: String,
+    /// If provided, all usernames will be prefixed with this value. If not provided,
+    /// username claims other than 'email' are prefixed by the issuer URL to avoid clashes.
+    /// To skip any prefixing, provide the value '-'.
+    #[arg(long, default_value = "", help_heading = "Authentication flags")]
+    pub oidc_username_prefix: String,
 
     // ----- Authorization flags -----
     /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of:
     /// AlwaysAllow,AlwaysDeny,ABAC,Webhook,RBAC,Node.
     #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_value = "AlwaysAllow", help_heading = "Authorization flags")]
     pub authorization_mode: Vec<String>,
+
+    // ----- Authorization flags: webhook and structured configuration -----
+    /// File with Authorization Configuration to configure the authorizer chain. This flag
+    /// is mutually exclusive with the other --authorization-mode and
+    /// --authorization-webhook-* flags.
+    #[arg(long, help_heading = "Authorization flags")]
+    pub authorization_config: Option<PathBuf>,
+    /// The duration to cache 'authorized' responses from the webhook authorizer.
+    #[arg(long, default_value = "5m0s", value_parser = parse_go_duration, help_heading = "Authorization flags")]
+    pub authorization_webhook_cache_authorized_ttl: GoDuration,
+    /// The duration to cache 'unauthorized' responses from the webhook authorizer.
+    #[arg(long, default_value = "30s", value_parser = parse_go_duration, help_heading = "Authorization flags")]
+    pub authorization_webhook_cache_unauthorized_ttl: GoDuration,
+    /// File with webhook configuration in kubeconfig format, used with
+    /// --authorization-mode=Webhook. The API server will query the remote service to
+    /// determine access on the API server's secure port.
+    #[arg(long, help_heading = "Authorization flags")]
+    pub authorization_webhook_config_file: Option<PathBuf>,
+    /// The API version of the authorization.k8s.io SubjectAccessReview to send to and
+    /// expect from the webhook.
+    #[arg(long, default_value = "v1", help_heading = "Authorization flags")]
+    pub authorization_webhook_version: String,
 
     // ----- Misc flags -----
     /// A CIDR notation IP range from which to assign service cluster IPs. This must not
@@ -565,7 +643,99 @@ impl Options {
         if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
             errors.push("--etcd-certfile and --etcd-keyfile must be given together".into());
         }
+        self.validate_webhook_and_jwt(&mut errors);
         errors
+    }
+
+    /// Whether any `--oidc-*` flag is set (upstream `areFlagsConfigured`).
+    pub fn oidc_flags_set(&self) -> bool {
+        !self.oidc_issuer_url.is_empty()
+            || !self.oidc_client_id.is_empty()
+            || self.oidc_ca_file.is_some()
+            || self.oidc_username_claim != "sub"
+            || !self.oidc_username_prefix.is_empty()
+            || !self.oidc_groups_claim.is_empty()
+            || !self.oidc_groups_prefix.is_empty()
+            || !self.oidc_required_claim.is_empty()
+            || self.oidc_signing_algs != ["RS256"]
+    }
+
+    /// Whether any `--authorization-webhook-*` flag differs from its default.
+    fn authorization_webhook_flags_set(&self) -> bool {
+        self.authorization_webhook_config_file.is_some()
+            || self.authorization_webhook_version != "v1"
+            || self.authorization_webhook_cache_authorized_ttl.get() != Duration::from_secs(300)
+            || self.authorization_webhook_cache_unauthorized_ttl.get() != Duration::from_secs(30)
+    }
+
+    /// Upstream's checks of the webhook, OIDC and structured-configuration flags.
+    fn validate_webhook_and_jwt(&self, errors: &mut Vec<String>) {
+        if self.authentication_config.is_some() && self.oidc_flags_set() {
+            errors
+                .push("authentication-config file and oidc-* flags are mutually exclusive".into());
+        }
+        if self.oidc_issuer_url.is_empty() != self.oidc_client_id.is_empty() {
+            errors.push("oidc-issuer-url and oidc-client-id should be specified together".into());
+        }
+        for claim in &self.oidc_required_claim {
+            if !claim.contains('=') {
+                errors.push(format!(
+                    "invalid argument {claim:?} for \"--oidc-required-claim\" flag: malformed pair, expect string=string"
+                ));
+            }
+        }
+        if let Err(e) = self
+            .authentication_token_webhook_version
+            .parse::<apiserver::authn::webhook::TokenReviewVersion>()
+        {
+            errors.push(e);
+        }
+        for (flag, d) in [
+            (
+                "authentication-token-webhook-cache-ttl",
+                self.authentication_token_webhook_cache_ttl,
+            ),
+            (
+                "authorization-webhook-cache-authorized-ttl",
+                self.authorization_webhook_cache_authorized_ttl,
+            ),
+            (
+                "authorization-webhook-cache-unauthorized-ttl",
+                self.authorization_webhook_cache_unauthorized_ttl,
+            ),
+        ] {
+            if d.negative {
+                errors.push(format!("--{flag} must not be negative"));
+            }
+        }
+        let modes_given = self.authorization_mode != ["AlwaysAllow"];
+        if self.authorization_config.is_some() {
+            if modes_given || self.authorization_webhook_flags_set() {
+                errors.push(
+                    "--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined"
+                        .into(),
+                );
+            }
+            return;
+        }
+        let webhook_mode = self.authorization_mode.iter().any(|m| m == "Webhook");
+        if !webhook_mode && self.authorization_webhook_config_file.is_some() {
+            errors.push(
+                "cannot specify --authorization-webhook-config-file without mode Webhook".into(),
+            );
+        }
+        if webhook_mode && self.authorization_webhook_config_file.is_none() {
+            errors.push("authorization-mode Webhook's authorization config file not passed".into());
+        }
+        if !matches!(
+            self.authorization_webhook_version.as_str(),
+            "v1" | "v1beta1"
+        ) {
+            errors.push(format!(
+                "--authorization-webhook-version must be v1 or v1beta1, got {:?}",
+                self.authorization_webhook_version
+            ));
+        }
     }
 }
 
@@ -798,6 +968,45 @@ mod tests {
             (
                 &["--authorization-mode=RBAC,"],
                 "authorization-mode \"\" is not a valid mode",
+            ),
+            (
+                &["--authorization-mode=Webhook"],
+                "authorization-mode Webhook's authorization config file not passed",
+            ),
+            (
+                &["--authorization-webhook-config-file=/k"],
+                "cannot specify --authorization-webhook-config-file without mode Webhook",
+            ),
+            (
+                &[
+                    "--authorization-config=/c",
+                    "--authorization-webhook-version=v1beta1",
+                ],
+                "--authorization-config can not be specified when --authorization-mode or --authorization-webhook-* flags are defined",
+            ),
+            (
+                &["--authentication-config=/c", "--oidc-username-claim=email"],
+                "authentication-config file and oidc-* flags are mutually exclusive",
+            ),
+            (
+                &["--oidc-client-id=k8s"],
+                "oidc-issuer-url and oidc-client-id should be specified together",
+            ),
+            (
+                &[
+                    "--oidc-issuer-url=https://i",
+                    "--oidc-client-id=k",
+                    "--oidc-required-claim=nokey",
+                ],
+                "malformed pair, expect string=string",
+            ),
+            (
+                &["--authentication-token-webhook-version=v3"],
+                "unsupported authentication webhook version \"v3\"",
+            ),
+            (
+                &["--authorization-webhook-cache-authorized-ttl=-1s"],
+                "--authorization-webhook-cache-authorized-ttl must not be negative",
             ),
             (
                 &["--requestheader-username-headers=X-Remote-User,"],

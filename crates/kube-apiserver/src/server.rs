@@ -186,6 +186,28 @@ fn apply_shared_settings(config: &mut Config, opts: &Options) {
     config.enable_profiling = opts.profiling;
 }
 
+/// The authorizer modes in force: those of `--authorization-config` when given, else
+/// `--authorization-mode`'s.
+fn authorizer_modes(
+    opts: &Options,
+    flag_modes: &[AuthorizationMode],
+) -> Result<Vec<AuthorizationMode>, StartError> {
+    let Some(path) = &opts.authorization_config else {
+        return Ok(flag_modes.to_vec());
+    };
+    let config = apiserver::apis::apiserver::authorization::AuthorizationConfiguration::load(path)
+        .map_err(|e| {
+            StartError::Setup(format!(
+                "failed to load authorization config from file {:?}: {e}",
+                path.display()
+            ))
+        })?;
+    Ok(auth::authorization_config::configured_types(&config)
+        .iter()
+        .filter_map(|t| t.parse().ok())
+        .collect())
+}
+
 /// Whether anonymous requests are authenticated: upstream turns `--anonymous-auth` off when
 /// AlwaysAllow is one of the authorizers (otherwise anyone could do anything), with a warning.
 fn anonymous_allowed(anonymous_auth: bool, modes: &[AuthorizationMode]) -> bool {
@@ -439,7 +461,7 @@ pub async fn run(
     let mut authn_options = AuthenticatorOptions {
         client_ca: client_ca.map(|ca| Arc::new(ca) as _),
         token_file: opts.token_auth_file.clone(),
-        anonymous: anonymous_allowed(opts.anonymous_auth, &modes),
+        anonymous: anonymous_allowed(opts.anonymous_auth, &authorizer_modes(&opts, &modes)?),
         anonymous_paths: Vec::new(),
         request_header: request_header_config(&opts)?,
         token_authenticators: Vec::new(),
@@ -569,14 +591,20 @@ pub async fn run(
     };
     authn_options.token_authenticators =
         auth::authenticator::token_authenticators(&deps).map_err(StartError::Setup)?;
+    if let Some(anonymous) = auth::jwt::anonymous_from_config(&opts).map_err(StartError::Setup)? {
+        authn_options.anonymous = anonymous.enabled;
+        authn_options.anonymous_paths = anonymous.paths;
+    }
     config.authenticator =
         build_authenticator(&authn_options).map_err(setup("--token-auth-file"))?;
     if let Some(authenticator) = &config.authenticator {
         // TokenReview runs the server's own authenticator.
         let _ = authenticator_cell.set(authenticator.clone());
     }
-    let authorizer =
-        auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?;
+    let authorizer = match auth::authorizer::build_from_config(&deps).map_err(StartError::Setup)? {
+        Some(authorizer) => authorizer,
+        None => auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?,
+    };
     authz.set(AuthzParts {
         authorizer: authorizer.clone(),
         rbac,

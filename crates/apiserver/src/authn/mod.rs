@@ -17,11 +17,13 @@ pub mod anonymous;
 pub mod bearertoken;
 pub mod delegating;
 pub mod group;
+pub mod jwt;
 pub mod loopback;
 pub mod requestheader;
 pub mod tokencache;
 pub mod tokenfile;
 pub mod union;
+pub mod webhook;
 pub mod websocket;
 pub mod x509;
 

@@ -30,6 +30,7 @@ pub struct CachedTokenAuthenticator {
     inner: Arc<dyn TokenAuthenticator>,
     success_ttl: Duration,
     failure_ttl: Duration,
+    cache_errors: bool,
     salt: [u8; 32],
     entries: Mutex<HashMap<Key, (Instant, Outcome)>>,
 }
@@ -46,9 +47,17 @@ impl CachedTokenAuthenticator {
             inner,
             success_ttl,
             failure_ttl,
+            cache_errors: true,
             salt: rand::random(),
             entries: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether errors are cached with failures (the default; upstream's `cacheErrs`, which
+    /// the token webhook's cache turns off so an outage is not remembered).
+    pub fn caching_errors(mut self, cache_errors: bool) -> Self {
+        self.cache_errors = cache_errors;
+        self
     }
 
     fn key(&self, req: &http::request::Parts, token: &str) -> Key {
@@ -74,6 +83,7 @@ impl CachedTokenAuthenticator {
     fn store(&self, key: Key, outcome: &Outcome) {
         let ttl = match outcome {
             Ok(Some(_)) => self.success_ttl,
+            Err(_) if !self.cache_errors => return,
             _ => self.failure_ttl,
         };
         if ttl.is_zero() {
@@ -177,6 +187,36 @@ mod tests {
             );
         }
         assert_eq!(inner.0.load(Ordering::SeqCst), 6);
+    }
+
+    #[tokio::test]
+    async fn rejections_cached_and_errors_not_when_asked() {
+        let inner = Arc::new(Counting::default());
+        let cache = CachedTokenAuthenticator::new(
+            inner.clone(),
+            Duration::from_secs(60),
+            Duration::from_secs(60),
+        )
+        .caching_errors(false);
+        for _ in 0..2 {
+            assert!(
+                cache
+                    .authenticate_token(&parts(&[]), "unknown")
+                    .await
+                    .unwrap()
+                    .is_none()
+            );
+        }
+        assert_eq!(inner.0.load(Ordering::SeqCst), 1);
+        for _ in 0..2 {
+            assert!(
+                cache
+                    .authenticate_token(&parts(&[]), "broken")
+                    .await
+                    .is_err()
+            );
+        }
+        assert_eq!(inner.0.load(Ordering::SeqCst), 3);
     }
 
     #[tokio::test]

@@ -10,6 +10,8 @@ pub mod modes;
 pub mod path;
 pub mod rules;
 pub mod union;
+pub mod webhook;
+pub mod webhook_metrics;
 
 pub use modes::{AuthorizationMode, build_authorizer, build_authorizer_with};
 

@@ -1,8 +1,11 @@
 //! Small utilities shared across the crate.
 
+pub mod cel;
 pub mod duration;
+pub mod file_watch;
 pub mod files;
 pub mod gojson;
 pub mod gotime;
 pub mod mime;
 pub mod value;
+pub mod webhook;

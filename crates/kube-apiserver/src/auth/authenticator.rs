@@ -16,5 +16,12 @@ pub fn token_authenticators(
 ) -> Result<Vec<Arc<dyn TokenAuthenticator>>, String> {
     let mut authenticators: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
     authenticators.extend(super::serviceaccounts::token_authenticators(deps)?);
+    // JWT (OIDC) authenticators, then the token webhook behind its cache.
+    if let Some(jwt) = super::jwt::jwt_authenticators(deps.opts, &[], &deps.stop)? {
+        authenticators.push(jwt);
+    }
+    if let Some(webhook) = super::webhook::token_webhook(deps.opts, &[])? {
+        authenticators.push(webhook);
+    }
     Ok(authenticators)
 }

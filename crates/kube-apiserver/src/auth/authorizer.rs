@@ -18,6 +18,21 @@ pub fn build(
     build_authorizer_with(modes, |mode| plugin(mode, deps))
 }
 
+/// The chain of `--authorization-config` (with this file's RBAC and Node authorizers);
+/// `None` without the flag.
+pub fn build_from_config(deps: &AuthDeps<'_>) -> Result<Option<Arc<dyn Authorizer>>, String> {
+    let Some(path) = &deps.opts.authorization_config else {
+        return Ok(None);
+    };
+    let mut builtin = |type_: &str| {
+        let mode = type_
+            .parse::<AuthorizationMode>()
+            .map_err(|e| e.to_string())?;
+        plugin(mode, deps).map_err(|e| e.to_string())
+    };
+    super::authorization_config::load(path, &mut builtin, &deps.stop).map(Some)
+}
+
 /// The authorizer of a mode that needs the server's objects; `Ok(None)` when not supported.
 /// Each authorizer also answers [`Authorizer::rules_for`] for SelfSubjectRulesReview as its
 /// upstream counterpart does (RBAC lists its rules; the Node authorizer and webhooks answer
@@ -31,8 +46,10 @@ fn plugin(
         AuthorizationMode::Node => Ok(Some(Arc::new(super::node::node_authorizer(
             &deps.informers,
         )))),
-        AuthorizationMode::Webhook
-        | AuthorizationMode::Abac
+        AuthorizationMode::Webhook => super::webhook::legacy_webhook_authorizer(deps.opts)
+            .map(Some)
+            .map_err(AuthorizerConfigError::Invalid),
+        AuthorizationMode::Abac
         | AuthorizationMode::AlwaysAllow
         | AuthorizationMode::AlwaysDeny => Ok(None),
     }

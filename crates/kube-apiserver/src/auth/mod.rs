@@ -4,11 +4,14 @@
 //! own API objects (service accounts, RBAC, the node graph …), built once the stores exist.
 
 pub mod authenticator;
+pub mod authorization_config;
 pub mod authorizer;
 pub mod bootstrap_token;
+pub mod jwt;
 pub mod node;
 pub mod rbac;
 pub mod serviceaccounts;
+pub mod webhook;
 
 use std::sync::{Arc, OnceLock};
 

@@ -1,0 +1,3 @@
+//! Configuration-file APIs of the server itself (upstream `k8s.io/apiserver/pkg/apis`).
+
+pub mod apiserver;

@@ -3,6 +3,7 @@
 mod apis;
 mod auth;
 mod bootstrap;
+mod encryption;
 mod frontproxy;
 mod informers;
 mod install;

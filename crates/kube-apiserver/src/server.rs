@@ -300,6 +300,16 @@ pub async fn run(
     verbosity: FlagSetter,
     stop: CancellationToken,
 ) -> Result<(), StartError> {
+    // Encryption at rest before anything touches storage: a bad configuration stops here.
+    let apiserver_id = format!("apiserver-{}", uuid::Uuid::new_v4());
+    let encryption = Arc::new(
+        crate::encryption::Encryption::from_flags(
+            opts.encryption_provider_config.as_ref(),
+            opts.encryption_provider_config_automatic_reload,
+            &apiserver_id,
+        )
+        .map_err(StartError::Setup)?,
+    );
     let data_dir = opts.data_dir();
     create_private_dir(&data_dir).map_err(setup("creating --data-dir"))?;
     // Storage first: it owns the data directory, so a second server on the same directory
@@ -312,6 +322,7 @@ pub async fn run(
         etcd_certfile: opts.etcd_certfile.clone(),
         etcd_keyfile: opts.etcd_keyfile.clone(),
         compaction_interval: opts.etcd_compaction_interval.get(),
+        transformers: encryption.transformers.clone(),
     })
     .await
     .map_err(setup("opening storage"))?;
@@ -516,6 +527,11 @@ pub async fn run(
         build_authenticator(&authn_options).map_err(setup("--token-auth-file"))?;
     config.authorizer =
         Some(auth::authorizer::build(&modes, &deps).map_err(setup("--authorization-mode"))?);
+    if let Some(hook) = encryption.reload_hook() {
+        server
+            .add_post_start_hook(crate::encryption::RELOAD_HOOK_NAME, hook)
+            .map_err(setup("registering hooks"))?;
+    }
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

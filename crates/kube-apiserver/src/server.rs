@@ -414,6 +414,7 @@ pub async fn run(
         anonymous_paths: Vec::new(),
         request_header: request_header_config(&opts)?,
         token_authenticators: Vec::new(),
+        token_success_cache_ttl: apiserver::authn::tokencache::DEFAULT_SUCCESS_TTL,
     };
     config.auditor = Auditor::from_options(&AuditOptions {
         policy_file: opts

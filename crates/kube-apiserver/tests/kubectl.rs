@@ -125,3 +125,38 @@ async fn token_auth_file_authenticates_kubectl_tokens_and_rejects_a_wrong_one() 
 
     server.stop().await;
 }
+
+/// kubectl sends the `--tls-server-name` verbatim as the TLS server name (SNI), also when it is
+/// `host:port`, which is not a DNS name; Go's server ignores such a name and serves the default
+/// certificate, and so must this one (rustls alone refuses it with `illegal_parameter`).
+async fn sni_with_a_port_is_served(kubectl: &str) {
+    let mut server = ApiServer::start(&[]).await;
+    let server_name = format!("127.0.0.1:{}", server.addr.port());
+    let tls_server_name = format!("--tls-server-name={server_name}");
+    // The CA is dropped by --insecure-skip-tls-verify: Go could not verify the certificate
+    // against a server name with a port anyway.
+    let out = kubectl_admin(
+        kubectl,
+        &server,
+        &[
+            "--insecure-skip-tls-verify=true",
+            &tls_server_name,
+            "get",
+            "--raw",
+            "/readyz",
+        ],
+    )
+    .await;
+    assert_eq!(out, "ok");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_35_with_a_server_name_carrying_a_port_is_served() {
+    sni_with_a_port_is_served("kubectl-1.35").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_20_with_a_server_name_carrying_a_port_is_served() {
+    sni_with_a_port_is_served("kubectl-1.20").await;
+}

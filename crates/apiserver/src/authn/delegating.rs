@@ -3,11 +3,13 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::anonymous::AnonymousAuthenticator;
 use super::bearertoken::{BearerTokenAuthenticator, TokenAuthenticator, TokenUnion};
 use super::group::AuthenticatedGroupAdder;
 use super::requestheader::{self, RequestHeaderConfig};
+use super::tokencache::CachedTokenAuthenticator;
 use super::tokenfile::{TokenFileAuthenticator, TokenFileError};
 use super::union::{UnionAuthenticator, union};
 use super::websocket::WebSocketProtocolAuthenticator;
@@ -31,6 +33,9 @@ pub struct AuthenticatorOptions {
     /// Further bearer-token authenticators, asked after the token file in this order
     /// (kube-apiserver's: service accounts, bootstrap tokens, JWT, webhook).
     pub token_authenticators: Vec<Arc<dyn TokenAuthenticator>>,
+    /// How long successful token authentications are cached (kube-apiserver: 10 s); zero
+    /// caches nothing. Failures are never cached, as in kube-apiserver.
+    pub token_success_cache_ttl: Duration,
 }
 
 impl std::fmt::Debug for AuthenticatorOptions {
@@ -42,6 +47,7 @@ impl std::fmt::Debug for AuthenticatorOptions {
             .field("anonymous_paths", &self.anonymous_paths)
             .field("request_header", &self.request_header)
             .field("token_authenticators", &self.token_authenticators.len())
+            .field("token_success_cache_ttl", &self.token_success_cache_ttl)
             .finish()
     }
 }
@@ -67,11 +73,18 @@ pub fn build_authenticator(
     }
     token_authenticators.extend(options.token_authenticators.iter().cloned());
     if !token_authenticators.is_empty() {
-        let tokens: Arc<dyn TokenAuthenticator> = if token_authenticators.len() == 1 {
+        let mut tokens: Arc<dyn TokenAuthenticator> = if token_authenticators.len() == 1 {
             token_authenticators.remove(0)
         } else {
             Arc::new(TokenUnion::new(token_authenticators))
         };
+        if !options.token_success_cache_ttl.is_zero() {
+            tokens = Arc::new(CachedTokenAuthenticator::new(
+                tokens,
+                options.token_success_cache_ttl,
+                Duration::ZERO,
+            ));
+        }
         authenticators.push(Arc::new(BearerTokenAuthenticator::new(tokens.clone())));
         authenticators.push(Arc::new(WebSocketProtocolAuthenticator::new(tokens)));
     }

@@ -19,6 +19,7 @@ pub mod delegating;
 pub mod group;
 pub mod loopback;
 pub mod requestheader;
+pub mod tokencache;
 pub mod tokenfile;
 pub mod union;
 pub mod websocket;

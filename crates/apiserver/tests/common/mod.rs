@@ -198,6 +198,7 @@ impl TestServerBuilder {
             anonymous_paths: Vec::new(),
             request_header: None,
             token_authenticators: Vec::new(),
+            token_success_cache_ttl: std::time::Duration::ZERO,
         })
         .expect("authenticator");
         config.authorizer = Some(build_authorizer(&self.modes).expect("authorizer"));

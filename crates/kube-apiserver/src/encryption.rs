@@ -5,9 +5,12 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use apiserver::server::encryptionconfig::controller::{EncryptionConfigController, POLL_INTERVAL};
+use apiserver::server::encryptionconfig::controller::{
+    EncryptionConfigController, KMS_PROVIDERS_CHECK, POLL_INTERVAL,
+};
 use apiserver::server::encryptionconfig::load_encryption_config;
 use apiserver::server::encryptionconfig::metrics::record_last_config;
+use apiserver::server::healthz::{SharedHealthChecker, named_check};
 use apiserver::server::hooks::PostStartHookFn;
 use apiserver::storage::value::ResourceTransformers;
 
@@ -48,6 +51,15 @@ impl Encryption {
             transformers,
             reload,
         })
+    }
+
+    /// The health checks of the encryption configuration: upstream's `kms-providers` when
+    /// reloading (healthz and readyz).
+    pub fn health_checks(&self) -> Vec<SharedHealthChecker> {
+        if self.reload.is_none() {
+            return Vec::new();
+        }
+        vec![named_check(KMS_PROVIDERS_CHECK, |_| Ok(()))]
     }
 
     /// The post-start hook that starts the reload controller (upstream's

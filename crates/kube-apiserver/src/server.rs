@@ -532,6 +532,9 @@ pub async fn run(
         server
             .add_post_start_hook(crate::encryption::RELOAD_HOOK_NAME, hook)
             .map_err(setup("registering hooks"))?;
+        server
+            .add_health_checks_without_livez(encryption.health_checks())
+            .map_err(setup("registering the encryption health checks"))?;
     }
     let probes = CancellationToken::new();
     server

@@ -446,6 +446,11 @@ async fn automatic_reload_applies_a_new_key_without_restart_and_keeps_the_old_co
         "{}",
         readyz.body
     );
+    assert!(
+        readyz.body.contains("[+]kms-providers ok"),
+        "{}",
+        readyz.body
+    );
 
     // A broken file is refused; writes keep using key1.
     cluster.write_config(

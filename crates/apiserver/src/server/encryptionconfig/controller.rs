@@ -24,6 +24,11 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(60);
 /// The name upstream gives the post-start hook that starts the controller.
 pub const HOOK_NAME: &str = "start-encryption-provider-config-automatic-reload";
 
+/// The health check upstream adds (healthz and readyz) when reloading: the KMS plugins of the
+/// configuration in force. Without KMS providers (none are supported here) it always passes,
+/// as upstream's does for a configuration without any.
+pub const KMS_PROVIDERS_CHECK: &str = "kms-providers";
+
 /// Reloads the encryption configuration into `transformers`.
 pub struct EncryptionConfigController {
     path: PathBuf,

@@ -8,7 +8,9 @@
 //!
 //! Keys are strings built by the caller (`/registry/configmaps/default/foo`), values are the
 //! object's JSON bytes. Storage keeps objects without `resourceVersion` and sets it on every
-//! object it returns (see [`versioner`]).
+//! object it returns (see [`versioner`]). The backends store each value as its resource's
+//! [`value`] transformer makes it (encryption at rest; see [`Storage::for_resource`]) and
+//! return plain JSON.
 
 pub mod backends;
 pub mod cacher;

@@ -65,7 +65,9 @@ pub fn install(
     let root = format!("{prefix}/{GROUP}/customresourcedefinitions");
     let mut cache_config = CacherConfig::new(&format!("{root}/"));
     cache_config.get_attrs = attrs_func(strategy.clone());
-    let cached: Arc<dyn Storage> = Arc::new(Cacher::new(storage.clone(), cache_config));
+    let crd_storage =
+        apiserver::storage::resource_storage(&storage, GROUP, "customresourcedefinitions");
+    let cached: Arc<dyn Storage> = Arc::new(Cacher::new(crd_storage, cache_config));
     let crds = Store::new(strategy, cached, &root);
 
     let mut resources: BTreeMap<String, Arc<dyn RestStorage>> = BTreeMap::new();

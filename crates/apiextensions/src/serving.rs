@@ -183,9 +183,19 @@ impl CrdServing {
             Arc::new(CustomResourceStrategy::new(info, schema, &json!({}), None));
         Some(Store::new(
             strategy,
-            self.storage.clone(),
+            self.resource_storage(crd),
             &self.key_root(crd),
         ))
+    }
+
+    /// The storage of the custom resources of `crd`, with their group-resource's value
+    /// transformer (encryption at rest covers custom resources as upstream's does).
+    fn resource_storage(&self, crd: &Value) -> Arc<dyn Storage> {
+        apiserver::storage::resource_storage(
+            &self.storage,
+            s(crd, "/spec/group"),
+            s(crd, "/spec/names/plural"),
+        )
     }
 
     fn key_root(&self, crd: &Value) -> String {
@@ -228,7 +238,7 @@ impl CrdServing {
                     Arc::new(CustomResourceStrategy::new(info, schema, &json!({}), None));
                 config.get_attrs = attrs_func(strategy);
             }
-            Arc::new(Cacher::new(self.storage.clone(), config))
+            Arc::new(Cacher::new(self.resource_storage(crd), config))
         });
         let mut served_versions = Vec::new();
         for version in versions(crd) {

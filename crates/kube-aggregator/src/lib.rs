@@ -116,7 +116,12 @@ pub fn install(
     );
     let mut cache_config = CacherConfig::new(&format!("{root}/"));
     cache_config.get_attrs = attrs_func(strategy.clone());
-    let cached: Arc<dyn Storage> = Arc::new(Cacher::new(config.storage.clone(), cache_config));
+    let apiservice_storage = apiserver::storage::resource_storage(
+        &config.storage,
+        apiservice::GROUP,
+        apiservice::RESOURCE,
+    );
+    let cached: Arc<dyn Storage> = Arc::new(Cacher::new(apiservice_storage, cache_config));
     let store = Store::new(strategy.clone(), cached, &root);
     let version = ApiGroupVersion::new(apiservice::VERSION, vec![Arc::new(store.clone())]).with(
         &format!("{}/status", strategy.info().resource),

@@ -402,7 +402,10 @@ pub fn install_builtin_apis(
                 let root = key_root(prefix, &info);
                 let mut cache_config = CacherConfig::new(&format!("{root}/"));
                 cache_config.get_attrs = attrs_func(strategy.clone());
-                let cached: Arc<dyn Storage> = Arc::new(Cacher::new(storage.clone(), cache_config));
+                let resource_storage =
+                    apiserver::storage::resource_storage(&storage, &info.group, &info.resource);
+                let cached: Arc<dyn Storage> =
+                    Arc::new(Cacher::new(resource_storage, cache_config));
                 let store = Store::new(strategy, cached, &root).with_return_deleted_object(
                     RETURN_DELETED_OBJECT.contains(&(info.group.as_str(), info.resource.as_str())),
                 );

@@ -5,6 +5,7 @@ mod auth;
 mod bootstrap;
 mod bootstrappolicy;
 mod controllers;
+mod encryption;
 mod frontproxy;
 mod informers;
 mod install;

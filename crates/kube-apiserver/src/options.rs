@@ -160,6 +160,15 @@ pub struct Options {
     /// The interval of compaction requests. 0 disables compaction.
     #[arg(long, default_value = "5m0s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Etcd flags")]
     pub etcd_compaction_interval: GoDuration,
+    /// The file containing configuration for encryption providers to be used for storing
+    /// secrets in etcd
+    #[arg(long, help_heading = "Etcd flags")]
+    pub encryption_provider_config: Option<PathBuf>,
+    /// Determines if the file set by --encryption-provider-config should be automatically
+    /// reloaded if the disk contents change. Setting this to true disables the ability to
+    /// uniquely identify distinct KMS plugins via the API server healthz endpoints.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Etcd flags")]
+    pub encryption_provider_config_automatic_reload: bool,
 
     // ----- Secure serving flags -----
     /// The IP address on which to listen for the --secure-port port.
@@ -494,6 +503,14 @@ impl Options {
     /// Upstream's validation rules; every problem found, in flag order.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();
+        if self.encryption_provider_config.is_none()
+            && self.encryption_provider_config_automatic_reload
+        {
+            errors.push(
+                "--encryption-provider-config-automatic-reload must be set with --encryption-provider-config"
+                    .to_string(),
+            );
+        }
         let mut non_negative = |value: i64, message: &str| {
             if value < 0 {
                 errors.push(message.to_string());

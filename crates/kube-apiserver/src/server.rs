@@ -361,6 +361,16 @@ pub async fn run(
     verbosity: FlagSetter,
     stop: CancellationToken,
 ) -> Result<(), StartError> {
+    // Encryption at rest before anything touches storage: a bad configuration stops here.
+    let apiserver_id = format!("apiserver-{}", uuid::Uuid::new_v4());
+    let encryption = Arc::new(
+        crate::encryption::Encryption::from_flags(
+            opts.encryption_provider_config.as_ref(),
+            opts.encryption_provider_config_automatic_reload,
+            &apiserver_id,
+        )
+        .map_err(StartError::Setup)?,
+    );
     let data_dir = opts.data_dir();
     create_private_dir(&data_dir).map_err(setup("creating --data-dir"))?;
     // Storage first: it owns the data directory, so a second server on the same directory
@@ -373,6 +383,7 @@ pub async fn run(
         etcd_certfile: opts.etcd_certfile.clone(),
         etcd_keyfile: opts.etcd_keyfile.clone(),
         compaction_interval: opts.etcd_compaction_interval.get(),
+        transformers: encryption.transformers.clone(),
     })
     .await
     .map_err(setup("opening storage"))?;
@@ -623,6 +634,14 @@ pub async fn run(
             .map_err(StartError::Setup)?,
         )
         .map_err(setup("registering hooks"))?;
+    if let Some(hook) = encryption.reload_hook() {
+        server
+            .add_post_start_hook(crate::encryption::RELOAD_HOOK_NAME, hook)
+            .map_err(setup("registering hooks"))?;
+        server
+            .add_health_checks_without_livez(encryption.health_checks())
+            .map_err(setup("registering the encryption health checks"))?;
+    }
     let probes = CancellationToken::new();
     server
         .add_health_checks(vec![storage_health_check(

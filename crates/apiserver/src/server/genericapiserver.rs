@@ -269,6 +269,17 @@ impl GenericApiServer {
         Ok(())
     }
 
+    /// Adds checks to healthz and readyz, not livez (upstream's `addHealthChecksWithoutLivez`).
+    /// A server delegating to this one merges them into all three, as upstream's does.
+    pub fn add_health_checks_without_livez(
+        &self,
+        checks: Vec<SharedHealthChecker>,
+    ) -> Result<(), NewServerError> {
+        self.inner.healthz.add_checks(checks.clone())?;
+        self.inner.readyz.add_checks(checks)?;
+        Ok(())
+    }
+
     /// Adds checks to readyz only.
     pub fn add_readyz_checks(
         &self,

@@ -3,6 +3,7 @@
 pub mod apis;
 pub mod config;
 pub mod delegation;
+pub mod encryptionconfig;
 pub mod genericapiserver;
 pub mod handler;
 pub mod healthz;

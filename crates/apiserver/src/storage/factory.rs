@@ -8,6 +8,7 @@ use std::time::Duration;
 use super::StorageError;
 use super::backends::EmbeddedStorage;
 use super::compactor::{Compactor, DEFAULT_COMPACTION_INTERVAL};
+use super::value::ResourceTransformers;
 use super::{Result, Storage};
 
 /// The name of the storage health check in `/readyz`, `/livez` and `/healthz` (upstream's).
@@ -30,6 +31,9 @@ pub struct StorageOptions {
     pub etcd_keyfile: Option<PathBuf>,
     /// `--etcd-compaction-interval` (default 5m; 0 disables).
     pub compaction_interval: Duration,
+    /// The value transformers of `--encryption-provider-config` (identity without it); the
+    /// storage [`Storage::for_resource`] makes uses them.
+    pub transformers: Arc<ResourceTransformers>,
 }
 
 impl Default for StorageOptions {
@@ -42,6 +46,7 @@ impl Default for StorageOptions {
             etcd_certfile: None,
             etcd_keyfile: None,
             compaction_interval: DEFAULT_COMPACTION_INTERVAL,
+            transformers: ResourceTransformers::identity(),
         }
     }
 }
@@ -69,7 +74,9 @@ impl StorageBackend {
     pub async fn open(opts: &StorageOptions) -> Result<Self> {
         let prefix = format!("/{}", opts.etcd_prefix.trim_matches('/'));
         let storage: Arc<dyn Storage> = if opts.etcd_servers.is_empty() {
-            Arc::new(EmbeddedStorage::open(&opts.data_dir)?)
+            Arc::new(
+                EmbeddedStorage::open(&opts.data_dir)?.with_transformers(opts.transformers.clone()),
+            )
         } else {
             open_etcd(opts, &prefix).await?
         };
@@ -93,7 +100,11 @@ async fn open_etcd(opts: &StorageOptions, prefix: &str) -> Result<Arc<dyn Storag
         key_file: opts.etcd_keyfile.clone(),
         ..Default::default()
     };
-    Ok(Arc::new(EtcdStorage::connect(config).await?))
+    Ok(Arc::new(
+        EtcdStorage::connect(config)
+            .await?
+            .with_transformers(opts.transformers.clone()),
+    ))
 }
 
 #[cfg(not(feature = "etcd"))]

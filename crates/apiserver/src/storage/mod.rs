@@ -8,7 +8,9 @@
 //!
 //! Keys are strings built by the caller (`/registry/configmaps/default/foo`), values are the
 //! object's JSON bytes. Storage keeps objects without `resourceVersion` and sets it on every
-//! object it returns (see [`versioner`]).
+//! object it returns (see [`versioner`]). The backends store each value as its resource's
+//! [`value`] transformer makes it (encryption at rest; see [`Storage::for_resource`]) and
+//! return plain JSON.
 
 pub mod backends;
 pub mod cacher;
@@ -20,11 +22,13 @@ pub mod health;
 pub mod selection;
 #[cfg(test)]
 pub mod testing;
+pub mod value;
 pub mod versioner;
 pub mod watch;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
@@ -239,6 +243,62 @@ pub trait Storage: Send + Sync {
     fn reliable_progress(&self) -> bool {
         false
     }
+
+    /// This storage for the values of one resource: the same backend, with the value
+    /// transformer the encryption configuration gives `group`/`resource` (upstream gives each
+    /// resource's etcd3 store its own transformer). Layers that hold no stored bytes (the
+    /// watch cache) answer `None`: use them as they are.
+    fn for_resource(&self, group: &str, resource: &str) -> Option<Arc<dyn Storage>> {
+        let _ = (group, resource);
+        None
+    }
+}
+
+/// `storage` for the values of `group`/`resource` (see [`Storage::for_resource`]), or
+/// `storage` itself when it has no per-resource form.
+pub fn resource_storage(
+    storage: &Arc<dyn Storage>,
+    group: &str,
+    resource: &str,
+) -> Arc<dyn Storage> {
+    storage
+        .for_resource(group, resource)
+        .unwrap_or_else(|| storage.clone())
+}
+
+/// Reads the stored value of `key` through `transformer`; a value no provider reads is
+/// upstream's internal error carrying the transformer's text.
+pub(crate) fn untransform(
+    transformer: &value::ResourceTransformer,
+    key: &str,
+    raw: Bytes,
+) -> Result<value::Untransformed> {
+    transformer
+        .from_storage(key, raw)
+        .map_err(|e| StorageError::Internal(e.0))
+}
+
+/// [`untransform`] for an item of a list (upstream names the key).
+pub(crate) fn untransform_item(
+    transformer: &value::ResourceTransformer,
+    key: &str,
+    raw: Bytes,
+) -> Result<Bytes> {
+    transformer
+        .from_storage(key, raw)
+        .map(|v| v.data)
+        .map_err(|e| StorageError::Internal(format!("unable to transform key {key:?}: {e}")))
+}
+
+/// The stored form of the plain value `plain` of `key`.
+pub(crate) fn transform(
+    transformer: &value::ResourceTransformer,
+    key: &str,
+    plain: Bytes,
+) -> Result<Bytes> {
+    transformer
+        .to_storage(key, plain)
+        .map_err(|e| StorageError::Internal(e.0))
 }
 
 /// Normalizes a list prefix as upstream does for recursive operations: a trailing `/`.

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::selection::SelectionPredicate;
+use super::value::ResourceTransformer;
 use super::{Object, versioner};
 use crate::status::ApiError;
 
@@ -206,6 +207,29 @@ pub struct RawEvent {
     pub value: Option<Bytes>,
     /// The previous value (`None` for a create).
     pub prev: Option<Bytes>,
+}
+
+impl RawEvent {
+    /// The event with its values read through `transformer` (stored bytes to plain ones); a
+    /// value no provider reads ends the watch with upstream's internal error.
+    pub fn untransformed(&self, transformer: &ResourceTransformer) -> Result<RawEvent, ApiError> {
+        let read = |v: &Option<Bytes>| -> Result<Option<Bytes>, ApiError> {
+            v.as_ref()
+                .map(|raw| {
+                    transformer
+                        .from_storage(&self.key, raw.clone())
+                        .map(|u| u.data)
+                        .map_err(ApiError::internal)
+                })
+                .transpose()
+        };
+        Ok(RawEvent {
+            key: self.key.clone(),
+            rev: self.rev,
+            value: read(&self.value)?,
+            prev: read(&self.prev)?,
+        })
+    }
 }
 
 fn object(key: &str, value: &[u8], rev: u64) -> Result<Object, ApiError> {

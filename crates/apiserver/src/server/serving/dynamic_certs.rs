@@ -455,7 +455,7 @@ impl DynamicCertificates {
 /// Whether a file-system event can change what the files hold: writes, creations, renames,
 /// removals and attribute changes. Opening and reading (which every reload does, and would
 /// otherwise trigger the next one) are not.
-pub(super) fn is_change(kind: &EventKind) -> bool {
+pub(crate) fn is_change(kind: &EventKind) -> bool {
     use notify::event::{AccessKind, AccessMode};
     match kind {
         EventKind::Access(AccessKind::Close(AccessMode::Write)) => true,
@@ -489,13 +489,13 @@ fn watched_directories(files: &[&Path]) -> BTreeSet<PathBuf> {
 /// The inotify watches of the certificate directories, each with the directory it resolved to
 /// when it was set: a watch follows the directory it was set on, so one whose path now
 /// resolves elsewhere (a swapped link) is set again.
-struct DirectoryWatches {
+pub(crate) struct DirectoryWatches {
     watcher: Option<notify::RecommendedWatcher>,
     watched: std::collections::BTreeMap<PathBuf, Option<PathBuf>>,
 }
 
 impl DirectoryWatches {
-    fn new(watcher: Option<notify::RecommendedWatcher>) -> Self {
+    pub(crate) fn new(watcher: Option<notify::RecommendedWatcher>) -> Self {
         DirectoryWatches {
             watcher,
             watched: Default::default(),
@@ -504,7 +504,7 @@ impl DirectoryWatches {
 
     /// Watches every directory `files` need that is not watched, or not where its path now
     /// leads.
-    fn refresh(&mut self, files: &[&Path]) {
+    pub(crate) fn refresh(&mut self, files: &[&Path]) {
         let Some(watcher) = self.watcher.as_mut() else {
             return;
         };
@@ -529,7 +529,7 @@ impl DirectoryWatches {
 
     /// A watched directory that went away or moved has a dead watch: drop it, so that the
     /// next refresh sets it again.
-    fn forget_removed(&mut self, event: &notify::Event) {
+    pub(crate) fn forget_removed(&mut self, event: &notify::Event) {
         use notify::event::ModifyKind;
         if !matches!(
             event.kind,

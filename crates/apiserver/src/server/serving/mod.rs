@@ -13,7 +13,7 @@ use std::time::Duration;
 
 mod accept;
 mod conn;
-mod dynamic_certs;
+pub(crate) mod dynamic_certs;
 mod insecure;
 pub mod kubeconfig;
 mod linger;

@@ -24,12 +24,13 @@ use tokio_util::sync::CancellationToken;
 use crate::storage::errors::{
     INCONSISTENT_CONTINUE_MESSAGE, LIST_EXPIRED_MESSAGE, WATCH_EXPIRED_MESSAGE,
 };
+use crate::storage::value::{ResourceTransformer, ResourceTransformers};
 use crate::storage::watch::{RawEvent, WATCH_CHANNEL_CAPACITY, transform};
 use crate::storage::{
     BoxFuture, GetOptions, ListOptions, ListPlan, ListResult, Object, Operation, Preconditions,
     Result, SelectionPredicate, Storage, StorageError, UpdateFn, ValidateDeletionFn, WatchEvent,
     WatchStream, check_size, continue_token, finish_page, parse_watch_rv, plan_list,
-    recursive_prefix, versioner,
+    recursive_prefix, untransform, untransform_item, versioner,
 };
 
 /// Connection settings (kube-apiserver's etcd flags).
@@ -71,13 +72,21 @@ impl Default for EtcdConfig {
     }
 }
 
-/// The etcd storage backend. Cheap to clone.
+/// The etcd storage backend. Cheap to clone. Values pass through the handle's
+/// [`ResourceTransformer`] (see [`Storage::for_resource`]); a handle not made for a resource
+/// stores them as they are.
 #[derive(Clone)]
 pub struct EtcdStorage {
     client: Client,
     config: Arc<EtcdConfig>,
     compact_rev: Arc<AtomicU64>,
+    transformers: Arc<ResourceTransformers>,
+    transformer: ResourceTransformer,
 }
+
+/// A key's current state in an update: its plain value, whether that value is stale (read by
+/// other than the write key: rewritten even when unchanged), and its mod revision.
+type Current = (Bytes, bool, u64);
 
 impl std::fmt::Debug for EtcdStorage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -182,7 +191,26 @@ impl EtcdStorage {
             client,
             config: Arc::new(config),
             compact_rev: Arc::new(AtomicU64::new(0)),
+            transformers: ResourceTransformers::identity(),
+            transformer: ResourceTransformer::identity(),
         })
+    }
+
+    /// Uses `transformers` for the handles [`Storage::for_resource`] makes (the encryption
+    /// configuration).
+    pub fn with_transformers(mut self, transformers: Arc<ResourceTransformers>) -> Self {
+        self.transformers = transformers;
+        self
+    }
+
+    /// A stored value and its mod revision, read through the transformer.
+    fn plain(&self, key: &str, found: Option<(Bytes, u64)>) -> Result<Option<Current>> {
+        found
+            .map(|(raw, rev)| {
+                let read = untransform(&self.transformer, key, raw)?;
+                Ok((read.data, read.stale, rev))
+            })
+            .transpose()
     }
 
     /// The configuration.
@@ -330,8 +358,10 @@ impl EtcdStorage {
             let mut last_key = None;
             for (i, kv) in kvs.iter().enumerate() {
                 let key = String::from_utf8_lossy(kv.key()).into_owned();
-                if pred.matches(kv.value()) {
-                    items.push(to_object(&key, kv.value(), rev_u64(kv.mod_revision()))?);
+                let value =
+                    untransform_item(&self.transformer, &key, Bytes::copy_from_slice(kv.value()))?;
+                if pred.matches(&value) {
+                    items.push(to_object(&key, &value, rev_u64(kv.mod_revision()))?);
                 }
                 last_key = Some(key);
                 if limit > 0 && items.len() as i64 == limit {
@@ -579,6 +609,13 @@ impl EtcdWatch {
                             }
                         }
                     };
+                    let raw = match raw.untransformed(&self.storage.transformer) {
+                        Ok(raw) => raw,
+                        Err(e) => {
+                            let _ = self.send(WatchEvent::Error(e)).await;
+                            return;
+                        }
+                    };
                     let delivered = match transform(&raw, &self.opts.predicate) {
                         None => true,
                         Some(Ok(e)) => self.send(e).await,
@@ -614,18 +651,17 @@ enum Step {
 }
 
 impl EtcdStorage {
-    /// Runs the preconditions and `try_update` against `current` (stored bytes and mod
-    /// revision, `None` when absent).
+    /// Runs the preconditions and `try_update` against `current` (`None` when absent).
     fn try_once(
         &self,
         key: &str,
         ignore_not_found: bool,
         preconditions: Option<&Preconditions>,
         try_update: &mut UpdateFn<'_>,
-        current: Option<&(Bytes, u64)>,
+        current: Option<&Current>,
     ) -> Result<Step> {
         let cur_obj = match current {
-            Some((v, rev)) => Some(to_object(key, v, *rev)?),
+            Some((v, _, rev)) => Some(to_object(key, v, *rev)?),
             None if ignore_not_found => None,
             None => {
                 return Err(StorageError::KeyNotFound {
@@ -639,12 +675,12 @@ impl EtcdStorage {
         }
         let new = try_update(cur_obj.as_ref())?;
         let stored = versioner::strip_resource_version(&new)?;
-        if let (Some((old, _)), Some(obj)) = (current, cur_obj)
+        if let (Some((old, stale, _)), Some(obj)) = (current, cur_obj)
+            && !*stale
             && *old == stored
         {
             return Ok(Step::Unchanged(obj));
         }
-        check_size(key, &stored)?;
         Ok(Step::Write(stored))
     }
 }
@@ -658,8 +694,9 @@ impl Storage for EtcdStorage {
                 ));
             }
             let stored = versioner::strip_resource_version(&obj)?;
-            check_size(key, &stored)?;
-            match self.cas_put(key, &stored, 0).await? {
+            let value = crate::storage::transform(&self.transformer, key, stored.clone())?;
+            check_size(key, &value)?;
+            match self.cas_put(key, &value, 0).await? {
                 Cas::Done(rev) => to_object(key, &stored, rev),
                 Cas::Conflict(_) => Err(StorageError::KeyExists {
                     key: key.into(),
@@ -680,8 +717,8 @@ impl Storage for EtcdStorage {
                     retry_after_seconds: 0,
                 });
             }
-            match found {
-                Some((v, rev)) => Ok(Some(to_object(key, &v, rev)?)),
+            match self.plain(key, found)? {
+                Some((v, _, rev)) => Ok(Some(to_object(key, &v, rev)?)),
                 None if opts.ignore_not_found => Ok(None),
                 None => Err(StorageError::KeyNotFound {
                     key: key.into(),
@@ -729,9 +766,9 @@ impl Storage for EtcdStorage {
             let (mut current, mut is_current) = match cached {
                 Some(obj) => {
                     let stored = versioner::strip_resource_version(&obj.value)?;
-                    (Some((stored, obj.resource_version)), false)
+                    (Some((stored, false, obj.resource_version)), false)
                 }
-                None => (self.get_raw(key).await?.0, true),
+                None => (self.plain(key, self.get_raw(key).await?.0)?, true),
             };
             loop {
                 let attempt = self.try_once(
@@ -744,11 +781,14 @@ impl Storage for EtcdStorage {
                 match attempt {
                     Ok(Step::Unchanged(obj)) if is_current => return Ok(obj),
                     Ok(Step::Write(stored)) => {
-                        let expect = current.as_ref().map(|(_, r)| *r).unwrap_or(0);
-                        match self.cas_put(key, &stored, expect).await? {
+                        let expect = current.as_ref().map(|(_, _, r)| *r).unwrap_or(0);
+                        let value =
+                            crate::storage::transform(&self.transformer, key, stored.clone())?;
+                        check_size(key, &value)?;
+                        match self.cas_put(key, &value, expect).await? {
                             Cas::Done(rev) => return to_object(key, &stored, rev),
                             Cas::Conflict(now) => {
-                                current = now;
+                                current = self.plain(key, now)?;
                                 is_current = true;
                                 continue;
                             }
@@ -758,7 +798,7 @@ impl Storage for EtcdStorage {
                     // Unchanged or failing against a cached copy: decide on a fresh read.
                     Ok(Step::Unchanged(_)) | Err(_) => {}
                 }
-                current = self.get_raw(key).await?.0;
+                current = self.plain(key, self.get_raw(key).await?.0)?;
                 is_current = true;
             }
         })
@@ -772,7 +812,7 @@ impl Storage for EtcdStorage {
     ) -> BoxFuture<'a, Result<Object>> {
         Box::pin(async move {
             loop {
-                let (Some((value, rev)), _) = self.get_raw(key).await? else {
+                let Some((value, _, rev)) = self.plain(key, self.get_raw(key).await?.0)? else {
                     return Err(StorageError::KeyNotFound {
                         key: key.into(),
                         resource_version: 0,
@@ -897,6 +937,12 @@ impl Storage for EtcdStorage {
         self.config.trust_progress_notify
     }
 
+    fn for_resource(&self, group: &str, resource: &str) -> Option<Arc<dyn Storage>> {
+        let mut handle = self.clone();
+        handle.transformer = self.transformers.for_resource(group, resource);
+        Some(Arc::new(handle))
+    }
+
     fn health(&self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             // Upstream's check reads `<prefix>/health` with a short deadline; not found is fine.
@@ -939,6 +985,26 @@ mod tests {
             watch_compaction_410: true
         }
     );
+
+    /// The whole contract again with every value encrypted (aescbc mid-rotation).
+    mod encrypted {
+        use super::*;
+
+        async fn store() -> (Arc<dyn Storage>, EtcdServer) {
+            let server = EtcdServer::start().await;
+            let s = connect(&server)
+                .await
+                .with_transformers(crate::storage::value::testing::rotating_aescbc());
+            (s.for_resource("", "widgets").unwrap(), server)
+        }
+
+        crate::storage_conformance!(
+            store,
+            Caps {
+                watch_compaction_410: true
+            }
+        );
+    }
 
     #[test]
     fn prefix_end_increments_last_byte() {

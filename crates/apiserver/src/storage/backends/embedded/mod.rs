@@ -28,12 +28,13 @@ use crate::status::ApiError;
 use crate::storage::errors::{
     INCONSISTENT_CONTINUE_MESSAGE, LIST_EXPIRED_MESSAGE, WATCH_EXPIRED_MESSAGE,
 };
+use crate::storage::value::{ResourceTransformer, ResourceTransformers};
 use crate::storage::watch::{RawEvent, WATCH_CHANNEL_CAPACITY, key_matches, transform};
 use crate::storage::{
     BoxFuture, GetOptions, ListOptions, ListResult, Object, Preconditions, Result,
     SelectionPredicate, Storage, StorageError, UpdateFn, ValidateDeletionFn, WatchEvent,
     WatchStream, check_size, continue_token, finish_page, parse_watch_rv, plan_list,
-    recursive_prefix, versioner,
+    recursive_prefix, untransform, untransform_item, versioner,
 };
 
 /// Messages on the in-memory change broadcast, in revision order.
@@ -85,10 +86,14 @@ impl Drop for Inner {
     }
 }
 
-/// The embedded storage backend. Cheap to clone (one shared database).
+/// The embedded storage backend. Cheap to clone (one shared database). Values pass through
+/// the handle's [`ResourceTransformer`] (see [`Storage::for_resource`]); a handle not made for
+/// a resource stores them as they are.
 #[derive(Clone)]
 pub struct EmbeddedStorage {
     inner: Arc<Inner>,
+    transformers: Arc<ResourceTransformers>,
+    transformer: ResourceTransformer,
 }
 
 impl std::fmt::Debug for EmbeddedStorage {
@@ -176,7 +181,16 @@ impl EmbeddedStorage {
                 shared,
                 path,
             }),
+            transformers: ResourceTransformers::identity(),
+            transformer: ResourceTransformer::identity(),
         })
+    }
+
+    /// Uses `transformers` for the handles [`Storage::for_resource`] makes (the encryption
+    /// configuration).
+    pub fn with_transformers(mut self, transformers: Arc<ResourceTransformers>) -> Self {
+        self.transformers = transformers;
+        self
     }
 
     /// The database file.
@@ -229,6 +243,16 @@ impl EmbeddedStorage {
             .transpose()?;
         Ok(rec.and_then(|r| r.value).map(|v| (Bytes::from(v), rev)))
     }
+
+    /// [`Self::read_current`] read through the transformer: the plain value, whether it is
+    /// stale (to be rewritten even if unchanged), and its revision.
+    fn read_current_plain(&self, key: &str) -> Result<Option<(Bytes, bool, u64)>> {
+        let Some((raw, rev)) = self.read_current(key)? else {
+            return Ok(None);
+        };
+        let read = untransform(&self.transformer, key, raw)?;
+        Ok(Some((read.data, read.stale, rev)))
+    }
 }
 
 /// Creates `path` empty with mode 0600 if it does not exist (redb initialises an empty file),
@@ -265,12 +289,13 @@ fn to_object(key: &str, stored: &[u8], rev: u64) -> Result<Object> {
     })
 }
 
-/// Called for each live key of a list, in order; returns false to stop.
-type Visitor<'a> = dyn FnMut(&str, u64, &[u8]) -> Result<bool> + 'a;
+/// Called for each live key of a list with its stored value, in order; returns false to stop.
+type Visitor<'a> = dyn FnMut(&str, u64, Vec<u8>) -> Result<bool> + 'a;
 
-/// Reads a page at a revision in one snapshot.
+/// Reads a page at a revision in one snapshot, values read through `transformer`.
 fn read_list(
     db: &Database,
+    transformer: &ResourceTransformer,
     prefix: &str,
     exact_key: Option<&str>,
     plan: &crate::storage::ListPlan,
@@ -330,7 +355,7 @@ fn read_list(
         None => k.starts_with(prefix),
     };
     // Visits each live key in range at `rev`, in key order; returns false to stop.
-    let mut visit = |key: &str, mod_rev: u64, value: &[u8]| -> Result<bool> {
+    let mut visit = |key: &str, mod_rev: u64, stored: Vec<u8>| -> Result<bool> {
         if limit_n > 0 && items.len() >= limit_n {
             has_more = true;
             if pred.is_empty() {
@@ -339,8 +364,9 @@ fn read_list(
             }
             return Ok(false);
         }
-        if pred.matches(value) {
-            items.push(to_object(key, value, mod_rev)?);
+        let value = untransform_item(transformer, key, Bytes::from(stored))?;
+        if pred.matches(&value) {
+            items.push(to_object(key, &value, mod_rev)?);
         }
         Ok(true)
     };
@@ -358,7 +384,7 @@ fn read_list(
             };
             let rec = Record::decode(rec.value())?;
             if let Some(value) = rec.value
-                && !visit(key, mod_rev, &value)?
+                && !visit(key, mod_rev, value)?
             {
                 break;
             }
@@ -367,7 +393,7 @@ fn read_list(
         let mut pending: Option<(String, u64, Record)> = None;
         let flush = |p: Option<(String, u64, Record)>, visit: &mut Visitor<'_>| -> Result<bool> {
             match p {
-                Some((key, mod_rev, Record { value: Some(v), .. })) => visit(&key, mod_rev, &v),
+                Some((key, mod_rev, Record { value: Some(v), .. })) => visit(&key, mod_rev, v),
                 _ => Ok(true),
             }
         };
@@ -454,6 +480,7 @@ fn read_backlog(
 
 struct WatchTask {
     db: std::sync::Weak<Database>,
+    transformer: ResourceTransformer,
     shared: Arc<Shared>,
     watched: String,
     recursive: bool,
@@ -470,7 +497,14 @@ impl WatchTask {
         if !key_matches(&self.watched, self.recursive, &ev.key) {
             return true;
         }
-        match transform(ev, &self.opts.predicate) {
+        let ev = match ev.untransformed(&self.transformer) {
+            Ok(ev) => ev,
+            Err(err) => {
+                let _ = self.send(WatchEvent::Error(err)).await;
+                return false;
+            }
+        };
+        match transform(&ev, &self.opts.predicate) {
             None => true,
             Some(Ok(e)) => self.send(e).await,
             Some(Err(err)) => {
@@ -522,6 +556,7 @@ impl WatchTask {
         let watched = self.watched.clone();
         let recursive = self.recursive;
         let pred = self.opts.predicate.clone();
+        let transformer = self.transformer.clone();
         let res = tokio::task::spawn_blocking(move || {
             let db = db.upgrade().ok_or_else(closed)?;
             let plan = crate::storage::ListPlan {
@@ -530,7 +565,7 @@ impl WatchTask {
                 min_rev: 0,
             };
             let exact = (!recursive).then_some(watched.as_str());
-            read_list(&db, &watched, exact, &plan, 0, &pred)
+            read_list(&db, &transformer, &watched, exact, &plan, 0, &pred)
         })
         .await
         .map_err(StorageError::internal)
@@ -640,11 +675,12 @@ impl Storage for EmbeddedStorage {
                 ));
             }
             let stored = versioner::strip_resource_version(&obj)?;
-            check_size(key, &stored)?;
+            let value = crate::storage::transform(&self.transformer, key, stored.clone())?;
+            check_size(key, &value)?;
             let out = self
                 .submit(Op::Put {
                     key: key.to_string(),
-                    value: stored.clone(),
+                    value,
                     expect: Expect::Absent,
                 })
                 .await?;
@@ -656,6 +692,7 @@ impl Storage for EmbeddedStorage {
         Box::pin(async move {
             let min = versioner::parse_resource_version(&opts.resource_version)?;
             let k = key.to_string();
+            let transformer = self.transformer.clone();
             let found = self
                 .read(move |db| {
                     let txn = db.begin_read().map_err(db_err)?;
@@ -677,7 +714,10 @@ impl Storage for EmbeddedStorage {
                     let history = txn.open_table(HISTORY).map_err(db_err)?;
                     match history.get((k.as_str(), rev)).map_err(db_err)? {
                         Some(g) => match Record::decode(g.value())?.value {
-                            Some(v) => Ok(Ok(to_object(&k, &v, rev)?)),
+                            Some(v) => {
+                                let plain = untransform(&transformer, &k, Bytes::from(v))?;
+                                Ok(Ok(to_object(&k, &plain.data, rev)?))
+                            }
                             None => Ok(Err(current)),
                         },
                         None => Ok(Err(current)),
@@ -705,8 +745,19 @@ impl Storage for EmbeddedStorage {
             let plan = plan_list(&prefix, &opts)?;
             let pred = opts.predicate.clone();
             let limit = if opts.recursive { opts.limit } else { 0 };
-            self.read(move |db| read_list(db, &prefix, exact.as_deref(), &plan, limit, &pred))
-                .await
+            let transformer = self.transformer.clone();
+            self.read(move |db| {
+                read_list(
+                    db,
+                    &transformer,
+                    &prefix,
+                    exact.as_deref(),
+                    &plan,
+                    limit,
+                    &pred,
+                )
+            })
+            .await
         })
     }
 
@@ -719,9 +770,9 @@ impl Storage for EmbeddedStorage {
     ) -> BoxFuture<'a, Result<Object>> {
         Box::pin(async move {
             loop {
-                let current = self.read_current(key)?;
+                let current = self.read_current_plain(key)?;
                 let cur_obj = match &current {
-                    Some((v, rev)) => Some(to_object(key, v, *rev)?),
+                    Some((v, _, rev)) => Some(to_object(key, v, *rev)?),
                     None if ignore_not_found => None,
                     None => {
                         return Err(StorageError::KeyNotFound {
@@ -735,21 +786,24 @@ impl Storage for EmbeddedStorage {
                 }
                 let new = try_update(cur_obj.as_ref())?;
                 let stored = versioner::strip_resource_version(&new)?;
-                if let (Some((old, _)), Some(obj)) = (&current, &cur_obj)
+                if let (Some((old, stale, _)), Some(obj)) = (&current, &cur_obj)
+                    && !*stale
                     && *old == stored
                 {
-                    // Nothing changed: no write, no new revision (as upstream).
+                    // Nothing changed: no write, no new revision (as upstream). A value not
+                    // written by the current write key is rewritten all the same.
                     return Ok(obj.clone());
                 }
-                check_size(key, &stored)?;
+                let value = crate::storage::transform(&self.transformer, key, stored.clone())?;
+                check_size(key, &value)?;
                 let expect = match &current {
-                    Some((_, rev)) => Expect::Rev(*rev),
+                    Some((_, _, rev)) => Expect::Rev(*rev),
                     None => Expect::AbsentOrConflict,
                 };
                 match self
                     .submit(Op::Put {
                         key: key.to_string(),
-                        value: stored.clone(),
+                        value,
                         expect,
                     })
                     .await
@@ -770,7 +824,7 @@ impl Storage for EmbeddedStorage {
     ) -> BoxFuture<'a, Result<Object>> {
         Box::pin(async move {
             loop {
-                let Some((value, rev)) = self.read_current(key)? else {
+                let Some((value, _, rev)) = self.read_current_plain(key)? else {
                     return Err(StorageError::KeyNotFound {
                         key: key.to_string(),
                         resource_version: 0,
@@ -819,6 +873,7 @@ impl Storage for EmbeddedStorage {
             let stop = CancellationToken::new();
             let task = WatchTask {
                 db: Arc::downgrade(&self.inner.db),
+                transformer: self.transformer.clone(),
                 shared: self.inner.shared.clone(),
                 watched,
                 recursive: opts.recursive,
@@ -879,6 +934,14 @@ impl Storage for EmbeddedStorage {
         true
     }
 
+    fn for_resource(&self, group: &str, resource: &str) -> Option<Arc<dyn Storage>> {
+        Some(Arc::new(EmbeddedStorage {
+            inner: self.inner.clone(),
+            transformers: self.transformers.clone(),
+            transformer: self.transformers.for_resource(group, resource),
+        }))
+    }
+
     fn health(&self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             if !self.inner.shared.healthy.load(Ordering::SeqCst) {
@@ -910,6 +973,113 @@ mod tests {
             watch_compaction_410: true
         }
     );
+
+    /// The whole contract again with every value encrypted (aescbc, a key rotation's worth
+    /// of providers): the backend transforms on every path, watches and lists included.
+    mod encrypted {
+        use super::*;
+
+        async fn store() -> (Arc<dyn Storage>, tempfile::TempDir) {
+            let dir = tempfile::tempdir().unwrap();
+            let s = EmbeddedStorage::open(dir.path())
+                .unwrap()
+                .with_transformers(crate::storage::value::testing::rotating_aescbc());
+            (s.for_resource("", "widgets").unwrap(), dir)
+        }
+
+        crate::storage_conformance!(
+            store,
+            Caps {
+                watch_compaction_410: true
+            }
+        );
+
+        #[tokio::test]
+        async fn values_are_stored_encrypted_and_stale_ones_rewritten_by_a_no_op_update() {
+            use crate::storage::value::testing::aescbc_set;
+            let dir = tempfile::tempdir().unwrap();
+            let all = ResourceTransformers::new(aescbc_set(&["key1"]));
+            let base = EmbeddedStorage::open(dir.path())
+                .unwrap()
+                .with_transformers(all.clone());
+            let s = EmbeddedStorage {
+                transformer: all.for_resource("", "widgets"),
+                ..base.clone()
+            };
+            let key = "/registry/widgets/ns/a";
+            let created = s
+                .create(
+                    key,
+                    Bytes::from_static(br#"{"metadata":{"name":"a"},"v":1}"#),
+                )
+                .await
+                .unwrap();
+            let (raw, _) = s.read_current(key).unwrap().unwrap();
+            assert!(raw.starts_with(b"k8s:enc:aescbc:v1:key1:"));
+            assert!(!String::from_utf8_lossy(&raw).contains("\"v\""));
+            // Not this resource: stored as it is.
+            let plain = EmbeddedStorage {
+                transformer: all.for_resource("", "others"),
+                ..base
+            };
+            plain
+                .create(
+                    "/registry/others/a",
+                    Bytes::from_static(br#"{"metadata":{"name":"a"}}"#),
+                )
+                .await
+                .unwrap();
+            assert!(
+                plain
+                    .read_current("/registry/others/a")
+                    .unwrap()
+                    .unwrap()
+                    .0
+                    .starts_with(b"{")
+            );
+
+            // key2 now writes: an update that changes nothing still rewrites the stale value.
+            all.set(aescbc_set(&["key2", "key1"]));
+            let mut same =
+                |cur: Option<&Object>| -> Result<Bytes> { Ok(cur.unwrap().value.clone()) };
+            let updated = s
+                .guaranteed_update(key, false, None, &mut same)
+                .await
+                .unwrap();
+            assert!(updated.resource_version > created.resource_version);
+            let (raw, _) = s.read_current(key).unwrap().unwrap();
+            assert!(raw.starts_with(b"k8s:enc:aescbc:v1:key2:"));
+            let mut same =
+                |cur: Option<&Object>| -> Result<Bytes> { Ok(cur.unwrap().value.clone()) };
+            let again = s
+                .guaranteed_update(key, false, None, &mut same)
+                .await
+                .unwrap();
+            assert_eq!(again.resource_version, updated.resource_version, "no write");
+
+            // Without the key that wrote it, the value is an internal error naming the cause.
+            all.set(aescbc_set(&["key3"]));
+            let err = s.get(key, GetOptions::default()).await.unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "no matching key was found for the provided AES transformer"
+            );
+            let err = s
+                .list(
+                    "/registry/widgets",
+                    ListOptions {
+                        recursive: true,
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "unable to transform key \"/registry/widgets/ns/a\": no matching key was found for the provided AES transformer"
+            );
+        }
+    }
 
     #[tokio::test]
     async fn second_open_of_a_data_dir_is_refused() {

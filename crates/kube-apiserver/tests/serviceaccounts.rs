@@ -442,6 +442,29 @@ async fn tokenreview_through_kubectl_create_reports_the_user_or_the_error() {
     let out = admin_apply(&server, &review("garbage", "[]"), &["create", "-o", "json"]).await;
     let got: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(got["status"]["error"], "invalid bearer token", "{got}");
+
+    // The old kubectl reviews tokens the same way.
+    let path = server.data_dir.join("review-1.20.yaml");
+    std::fs::write(&path, review(&token, "[vault]")).unwrap();
+    let kubeconfig = server.kubeconfig().display().to_string();
+    let file = path.display().to_string();
+    let out = run_tool(
+        "kubectl-1.20",
+        &server.data_dir,
+        &[
+            "--kubeconfig",
+            &kubeconfig,
+            "create",
+            "-o",
+            "json",
+            "-f",
+            &file,
+        ],
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let got: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(got["status"]["authenticated"], true, "{got}");
     server.stop().await;
 }
 

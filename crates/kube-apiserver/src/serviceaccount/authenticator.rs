@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use apiserver::audit::AuditContext;
 use apiserver::authn::bearertoken::TokenAuthenticator;
 use apiserver::authn::{ApiAudiences, AuthError, AuthResponse};
 use apiserver::request::warning::add_warning;
@@ -83,6 +84,13 @@ fn now() -> i64 {
     jiff::Timestamp::now().as_second()
 }
 
+/// Adds an annotation to the request's audit event, if it is audited.
+fn annotate(req: &http::request::Parts, key: &str, value: &str) {
+    if let Some(audit) = req.extensions.get::<Arc<AuditContext>>() {
+        audit.add_annotation(key, value);
+    }
+}
+
 #[async_trait::async_trait]
 impl TokenAuthenticator for ServiceAccountAuthenticator {
     async fn authenticate_token(
@@ -104,9 +112,15 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
         if !parsed.verify(&self.keys) {
             return Err(AuthError::Other(CRYPTO_ERROR.to_string()));
         }
+        let subject = parsed
+            .claims
+            .get("sub")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
         let mut token_audiences = claims::audiences(&parsed.claims);
         if token_audiences.is_empty() {
             // Tokens without audiences (legacy ones) are valid for the API only.
+            annotate(req, "authentication.k8s.io/legacy-token", subject);
             token_audiences = self.implicit_audiences.clone();
         }
         let requested = req
@@ -126,9 +140,10 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
                 go_quoted_list(&requested)
             )));
         }
+        let now = now();
         let info = match self.kind {
             TokenKind::Bound => {
-                claims::validate_bound(&parsed.claims, now(), self.getter.as_ref()).await
+                claims::validate_bound(&parsed.claims, now, self.getter.as_ref()).await
             }
             TokenKind::Legacy { lookup } => {
                 claims::validate_legacy(&parsed.claims, token, lookup, self.getter.as_ref()).await
@@ -137,6 +152,23 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
         .map_err(|e| AuthError::Other(e.0))?;
         if info.auto_generated_secret {
             add_warning(&req.extensions, "", claims::AUTO_GENERATED_WARNING);
+        }
+        // A token past its `warnafter` (the extended lifetime of an admission pod token).
+        if let Some(warn_after) = parsed
+            .claims
+            .get("kubernetes.io")
+            .and_then(|k| k.get("warnafter"))
+            .and_then(serde_json::Value::as_i64)
+            .filter(|w| *w != 0 && now > *w)
+        {
+            annotate(
+                req,
+                "authentication.k8s.io/stale-token",
+                &format!(
+                    "subject: {subject}, seconds after warning threshold: {}",
+                    now - warn_after
+                ),
+            );
         }
         Ok(Some(AuthResponse {
             user: info.user_info(),
@@ -265,6 +297,52 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), "service account token has expired");
+    }
+
+    #[tokio::test]
+    async fn stale_and_legacy_tokens_are_annotated_for_audit() {
+        let f = fixture();
+        let auth = bound(&f);
+        let mut spec = TokenSpec {
+            namespace: "ns".into(),
+            service_account: ObjectRef {
+                name: "sa".into(),
+                uid: "u1".into(),
+            },
+            expiration_seconds: 3600,
+            warn_after: -10,
+            audiences: vec!["api".into()],
+            ..Default::default()
+        };
+        let stale = jws::sign(&f.key, &bound_claims(&spec, "https://iss", now(), "j")).unwrap();
+        let mut req = parts(None);
+        let audit = AuditContext::new("id".into());
+        req.extensions.insert(audit.clone());
+        assert!(
+            auth.authenticate_token(&req, &stale)
+                .await
+                .unwrap()
+                .is_some()
+        );
+        let annotations = audit.annotations();
+        let note = &annotations["authentication.k8s.io/stale-token"];
+        assert!(
+            note.starts_with(
+                "subject: system:serviceaccount:ns:sa, seconds after warning threshold: "
+            ),
+            "{note}"
+        );
+        spec.warn_after = 0;
+        spec.audiences.clear();
+        let no_audience =
+            jws::sign(&f.key, &bound_claims(&spec, "https://iss", now(), "j")).unwrap();
+        let audit = AuditContext::new("id".into());
+        req.extensions.insert(audit.clone());
+        auth.authenticate_token(&req, &no_audience).await.unwrap();
+        assert_eq!(
+            audit.annotations()["authentication.k8s.io/legacy-token"],
+            "system:serviceaccount:ns:sa"
+        );
     }
 
     #[tokio::test]

@@ -464,10 +464,7 @@ impl AccessReviewStorage {
                 .ok_or_else(|| ApiError::bad_request("no user present on request"))
         };
         if self.review == Review::SelfSubjectRules {
-            let user = ctx
-                .user
-                .clone()
-                .ok_or_else(|| ApiError::bad_request("no user present on request"))?;
+            let user = requester()?;
             if spec.namespace.is_empty() {
                 return Err(ApiError::bad_request("no namespace on request"));
             }

@@ -450,6 +450,34 @@ mod tests {
     }
 
     #[test]
+    fn lookups_touch_only_the_bindings_naming_the_user() {
+        let index = PolicyIndex::new();
+        for i in 0..1000 {
+            index.upsert(
+                PolicyKind::RoleBinding,
+                &json!({"metadata": {"name": format!("b{i}"), "namespace": "ns"},
+                    "roleRef": {"kind": "Role", "name": "r"},
+                    "subjects": [{"kind": "User", "name": format!("user-{i}")},
+                                 {"kind": "ServiceAccount", "name": format!("sa-{i}")}]}),
+            );
+        }
+        let state = index.read();
+        assert_eq!(
+            names(&state.role_bindings_for(&user("user-7", &[]), "ns")),
+            ["b7"]
+        );
+        assert_eq!(
+            names(&state.role_bindings_for(&user("system:serviceaccount:ns:sa-999", &[]), "ns")),
+            ["b999"]
+        );
+        assert!(
+            state
+                .role_bindings_for(&user("nobody", &["system:authenticated"]), "ns")
+                .is_empty()
+        );
+    }
+
+    #[test]
     fn subjects_apply_as_upstream() {
         let sa = Subject {
             kind: "ServiceAccount".into(),

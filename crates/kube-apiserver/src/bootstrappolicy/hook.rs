@@ -147,6 +147,9 @@ async fn ensure_policy(stores: &RbacStores) -> Result<(), String> {
     prime_aggregated_cluster_roles(&stores.cluster_roles)
         .await
         .map_err(|e| format!("unable to prime aggregated clusterroles: {e}"))?;
+    prime_split_cluster_role_bindings(&stores.cluster_role_bindings)
+        .await
+        .map_err(|e| format!("unable to prime split ClusterRoleBindings: {e}"))?;
 
     let roles = namespace_roles();
     let bindings = namespace_role_bindings();
@@ -242,6 +245,51 @@ async fn prime_aggregated_cluster_roles(store: &Store) -> Result<(), ApiError> {
             .create(&ctx, existing, &CreateOptions::default())
             .await
         {
+            Ok(_) => {}
+            Err(err) if err.reason() == reason::ALREADY_EXISTS => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok(())
+}
+
+/// Bindings split off older ones: `system:public-info-viewer` was split off `system:discovery`,
+/// so where the old binding exists and the new one does not, the new one starts with the old
+/// one's subjects, labels and annotations (upstream `primeSplitClusterRoleBindings`).
+const CLUSTER_ROLE_BINDINGS_TO_SPLIT: [(&str, &str); 1] =
+    [("system:discovery", "system:public-info-viewer")];
+
+async fn prime_split_cluster_role_bindings(store: &Store) -> Result<(), ApiError> {
+    let ctx = RequestContext::default();
+    for (source, target) in CLUSTER_ROLE_BINDINGS_TO_SPLIT {
+        let existing = match store.get(&ctx, source, &GetOptions::default()).await {
+            Ok(existing) => existing,
+            Err(err) if err.reason() == reason::NOT_FOUND => continue,
+            Err(err) => return Err(err),
+        };
+        match store.get(&ctx, target, &GetOptions::default()).await {
+            Ok(_) => continue,
+            Err(err) if err.reason() == reason::NOT_FOUND => {}
+            Err(err) => return Err(err),
+        }
+        let Some(template) = cluster_role_bindings()
+            .into_iter()
+            .find(|b| b.name == target)
+        else {
+            continue;
+        };
+        tracing::info!(
+            "copying subjects, labels, and annotations from ClusterRoleBinding {source:?} to template {target:?}"
+        );
+        let mut binding = template.to_value();
+        binding["subjects"] = existing.get("subjects").cloned().unwrap_or(Value::Null);
+        for field in ["labels", "annotations"] {
+            binding["metadata"][field] = existing
+                .pointer(&format!("/metadata/{field}"))
+                .cloned()
+                .unwrap_or(Value::Null);
+        }
+        match store.create(&ctx, binding, &CreateOptions::default()).await {
             Ok(_) => {}
             Err(err) if err.reason() == reason::ALREADY_EXISTS => {}
             Err(err) => return Err(err),
@@ -452,6 +500,37 @@ mod tests {
         assert_eq!(
             reader["rules"][0]["resourceNames"],
             json!(["extension-apiserver-authentication"])
+        );
+    }
+
+    #[tokio::test]
+    async fn public_info_viewer_starts_from_the_discovery_binding_it_was_split_from() {
+        let (_dir, stores) = fixture();
+        let someone =
+            json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "someone"});
+        stores
+            .cluster_role_bindings
+            .create(
+                &RequestContext::default(),
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                       "metadata": {"name": "system:discovery", "labels": {"mine": "yes"}},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                   "kind": "ClusterRole", "name": "system:discovery"},
+                       "subjects": [someone]}),
+                &CreateOptions::default(),
+            )
+            .await
+            .unwrap();
+        ensure_policy(&stores).await.unwrap();
+        let viewer = get(&stores.cluster_role_bindings, "system:public-info-viewer").await;
+        assert_eq!(viewer["roleRef"]["name"], "system:public-info-viewer");
+        // The copied subject first, then the default ones reconciliation added.
+        assert_eq!(viewer["subjects"][0], someone);
+        assert_eq!(viewer["subjects"].as_array().unwrap().len(), 3);
+        assert_eq!(viewer["metadata"]["labels"]["mine"], "yes");
+        assert_eq!(
+            viewer["metadata"]["labels"]["kubernetes.io/bootstrapping"],
+            "rbac-defaults"
         );
     }
 

@@ -128,6 +128,8 @@ pub fn builtin_groups() -> Vec<GroupDef> {
         GroupDef {
             group: "authentication.k8s.io",
             versions: vec![("v1", authentication::resources())],
+        },
+        GroupDef {
             group: "authorization.k8s.io",
             versions: vec![("v1", authorization::resources())],
         },

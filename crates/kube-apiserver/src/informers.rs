@@ -11,8 +11,6 @@ use tokio_util::sync::CancellationToken;
 use crate::install::Stores;
 
 /// Informers over the server's stores, stopped together.
-// Used by the authenticators and authorizers of issue 9 as they land.
-#[allow(dead_code)]
 #[derive(Clone)]
 pub struct SharedInformers {
     stores: Arc<Stores>,
@@ -29,7 +27,6 @@ impl std::fmt::Debug for SharedInformers {
     }
 }
 
-#[allow(dead_code)]
 impl SharedInformers {
     /// Informers over `stores`, all stopped when `stop` fires.
     pub fn new(stores: Stores, stop: CancellationToken) -> Self {
@@ -53,20 +50,6 @@ impl SharedInformers {
         informer.start(self.stop.clone());
         started.insert(key, informer.clone());
         Some(informer)
-    }
-
-    /// Waits until every informer started so far has loaded its first list.
-    pub async fn wait_synced(&self) {
-        let informers: Vec<Informer> = self
-            .started
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
-        for informer in informers {
-            informer.wait_synced().await;
-        }
     }
 
     /// The stores the informers read from.

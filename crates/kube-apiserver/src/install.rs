@@ -238,7 +238,11 @@ fn install_unstored(
                 (crate::apis::authorization::GROUP, resource) => {
                     let review = Review::for_resource(resource)
                         .ok_or_else(|| format!("no storage for {resource}"))?;
-                    Arc::new(AccessReviewStorage::new(strategy, review, auth.authz.clone()))
+                    Arc::new(AccessReviewStorage::new(
+                        strategy,
+                        review,
+                        auth.authz.clone(),
+                    ))
                 }
                 _ => return Err(format!("no storage for {}", info.resource)),
             };
@@ -480,15 +484,7 @@ pub fn install_builtin_apis(
             }
             for def in deferred {
                 let strategy = with_patch_schema(&def, &definitions, &docs);
-                install_unstored(
-                    &mut gv,
-                    def,
-                    strategy,
-                    &stores,
-                    &storage,
-                    &namespaces,
-                    auth,
-                )?;
+                install_unstored(&mut gv, def, strategy, &stores, &storage, &namespaces, auth)?;
             }
             if group.group == crate::auth::rbac::GROUP {
                 guard_rbac(&mut gv, &stores, &auth.authz)?;

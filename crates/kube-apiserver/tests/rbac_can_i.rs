@@ -2,9 +2,6 @@
 //! users bound to `view`, `edit` and `admin` in one namespace get what upstream's aggregated
 //! roles grant there and nothing elsewhere; every authenticated user reads the discovery and
 //! health paths; a kubelet reads the secret of its own pod only.
-//!
-//! These need the RBAC authorizer and SelfSubjectAccessReview (the rbac part of issue 9); they
-//! are ignored until that part is merged and run with `--ignored` meanwhile.
 
 mod common;
 
@@ -59,7 +56,6 @@ fn binding(namespace: &str, role: &str, user: &str) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs the RBAC authorizer and SelfSubjectAccessReview (issue 9, rbac part)"]
 async fn kubectl_can_i_for_users_bound_to_view_edit_and_admin_matches_upstreams_roles() {
     let mut server = ApiServer::start(&["--authorization-mode=Node,RBAC"]).await;
     for ns in ["team", "other"] {
@@ -127,7 +123,6 @@ async fn kubectl_can_i_for_users_bound_to_view_edit_and_admin_matches_upstreams_
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "needs SelfSubjectAccessReview (issue 9, rbac part)"]
 async fn kubectl_can_i_as_a_kubelet_follows_the_node_graph() {
     let mut server = ApiServer::start(&["--authorization-mode=Node,RBAC"]).await;
     for name in ["used", "unused"] {

@@ -327,6 +327,17 @@ fn decide(status: &Value) -> AuthorizeResult {
 
 #[async_trait::async_trait]
 impl Authorizer for WebhookAuthorizer {
+    /// A webhook's rules cannot be listed (upstream's `RulesFor`): always incomplete.
+    async fn rules_for(
+        &self,
+        _user: &crate::request::UserInfo,
+        _namespace: &str,
+    ) -> crate::authz::rules::UserRules {
+        crate::authz::rules::UserRules::unsupported(
+            "webhook authorizer does not support user rule resolution",
+        )
+    }
+
     async fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
         let spec = review_spec(attrs);
         match self.matches(&spec) {

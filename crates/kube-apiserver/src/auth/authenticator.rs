@@ -17,10 +17,14 @@ pub fn token_authenticators(
     let mut authenticators: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
     authenticators.extend(super::serviceaccounts::token_authenticators(deps)?);
     // JWT (OIDC) authenticators, then the token webhook behind its cache.
-    if let Some(jwt) = super::jwt::jwt_authenticators(deps.opts, &[], &deps.stop)? {
+    if let Some(jwt) =
+        super::jwt::jwt_authenticators(deps.opts, &deps.service_accounts.issuers, &deps.stop)?
+    {
         authenticators.push(jwt);
     }
-    if let Some(webhook) = super::webhook::token_webhook(deps.opts, &[])? {
+    if let Some(webhook) =
+        super::webhook::token_webhook(deps.opts, &deps.service_accounts.api_audiences)?
+    {
         authenticators.push(webhook);
     }
     Ok(authenticators)

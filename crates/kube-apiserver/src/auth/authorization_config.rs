@@ -101,6 +101,15 @@ impl Authorizer for ReloadingAuthorizer {
         let current = self.current.load_full();
         current.authorize(attrs).await
     }
+
+    async fn rules_for(
+        &self,
+        user: &apiserver::request::UserInfo,
+        namespace: &str,
+    ) -> apiserver::authz::rules::UserRules {
+        let current = self.current.load_full();
+        current.rules_for(user, namespace).await
+    }
 }
 
 /// Loads `path`, builds its chain (with `make_builtin` for the RBAC and Node entries: `None`

@@ -25,8 +25,6 @@ use crate::options::Options;
 use crate::serviceaccount::ServiceAccountConfig;
 
 /// What the authenticators and authorizers that read API objects are built from.
-// Read by the authenticators and authorizers of issue 9 as they land.
-#[allow(dead_code)]
 #[derive(Clone)]
 pub struct AuthDeps<'a> {
     /// The server's flags.

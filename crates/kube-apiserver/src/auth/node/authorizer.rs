@@ -6,7 +6,9 @@
 
 use std::sync::Arc;
 
+use apiserver::authz::rules::UserRules;
 use apiserver::authz::{Attributes, AuthorizeResult, Authorizer, Decision};
+use apiserver::request::UserInfo;
 use apiserver::storage::selection::fields::FieldSelector;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
@@ -217,6 +219,18 @@ impl NodeAuthorizer {
 impl Authorizer for NodeAuthorizer {
     async fn authorize(&self, attrs: &Attributes) -> AuthorizeResult {
         self.decide(attrs)
+    }
+
+    /// Kubelets' permissions are not enumerable (they follow the graph): incomplete, with
+    /// upstream's error; nothing for anyone else.
+    async fn rules_for(&self, user: &UserInfo, _namespace: &str) -> UserRules {
+        let is_node =
+            user.name.starts_with(NODE_USER_PREFIX) && user.groups.iter().any(|g| g == NODES_GROUP);
+        if is_node {
+            UserRules::unsupported("node authorizer does not support user rule resolution")
+        } else {
+            UserRules::default()
+        }
     }
 }
 

@@ -13,7 +13,7 @@
 # LIST of 10k from the watch cache p99 < 300 ms, RSS with 100k configmaps < 3x serialized.
 #
 # Needs `hey` (https://github.com/rakyll/hey; hey sends its Host header, port included, as
-# TLS SNI, which rustls rejects, so every run passes `-host localhost`) and python3.
+# TLS SNI; the server ignores such a name, and every run passes `-host localhost`) and python3.
 # Tunables: CONCURRENCY (50), LIST_CONCURRENCY (10), DURATION (10s), ROUNDS (2, best counts),
 # LIST_SIZES ("1000 10000"), UPDATES (20000), WATCHERS (1000), WATCH_WRITES (1000),
 # RSS_COUNT (100000), VALUE_BYTES (64: the data of each "small" configmap).

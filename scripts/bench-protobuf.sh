@@ -7,7 +7,7 @@
 # from /proc/<pid>/stat before and after the run, divided by the responses received).
 # Prints a markdown table on stdout.
 #
-# Needs `hey` (it sends its Host header, port included, as TLS SNI, which rustls rejects, so
+# Needs `hey` (it sends its Host header, port included, as TLS SNI; the server ignores such a name, and
 # every run passes `-host localhost`). Tunables: CONCURRENCY (50), LIST_CONCURRENCY (10),
 # DURATION (10s), LIST_SIZES ("1000 10000").
 # A quick check of the script itself: LIST_SIZES="100" DURATION=2s scripts/bench-protobuf.sh

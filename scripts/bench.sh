@@ -12,8 +12,8 @@
 #
 # Needs `hey` (https://github.com/rakyll/hey; it skips certificate verification and does
 # HTTP/2 with -h2) and python3 (start-to-ready timing). hey sends its Host header, port
-# included, as TLS SNI; rustls rejects such a name ("illegal parameter"), so every hey run
-# passes `-host localhost`.
+# included, as TLS SNI (ignored by the server, as Go's ignores it); the runs pass
+# `-host localhost` so both servers see the same plain name.
 # Tunables: CONCURRENCY (50), DURATION (10s), ROUNDS (2, best counts), STARTS (5), BENCH_PATH.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,36 +58,13 @@ bare_port=$(wait_line "$work/bare.out" "listening on" | sed -E 's/.*:([0-9]+)\s*
 hey -n 2000 -c 10 -host localhost -H "Authorization: Bearer bench-token" "https://127.0.0.1:$kube_port$BENCH_PATH" >/dev/null
 hey -n 2000 -c 10 -host localhost -H "Authorization: Bearer bench-token" "https://127.0.0.1:$bare_port$BENCH_PATH" >/dev/null
 
-# CPU time (utime + stime) of process $1 so far, in clock ticks.
-cpu_ticks() {
-    awk '{print $14 + $15}' "/proc/$1/stat"
-}
-hz=$(getconf CLK_TCK)
-
 # Runs hey against port $1 (server pid $2) with extra flags $3..; prints "rps p50_ms p99_ms
 # non2xx cpu_us_per_request".
 load() {
     local port=$1 pid=$2
     shift 2
-    local out before after
-    before=$(cpu_ticks "$pid")
-    out=$(hey -z "$DURATION" -c "$CONCURRENCY" -disable-compression -host localhost -H "Authorization: Bearer bench-token" "$@" \
-        "https://127.0.0.1:$port$BENCH_PATH")
-    after=$(cpu_ticks "$pid")
-    local rps p50 p99 bad
-    rps=$(awk '/Requests\/sec:/ {print $2}' <<<"$out")
-    p50=$(awk '/ 50% in / {printf "%.2f", $3 * 1000}' <<<"$out")
-    p99=$(awk '/ 99% in / {printf "%.2f", $3 * 1000}' <<<"$out")
-    # Non-200 responses plus transport errors (counted as "[N] <error>" lines).
-    bad=$(awk '/Error distribution/ {err = 1}
-        err && /^[ \t]*\[[0-9]+\]/ {gsub(/[][]/, "", $1); n += $1}
-        !err && /\[[0-9]+\][ \t]+[0-9]+ responses/ && $1 != "[200]" {n += $2}
-        END {print n + 0}' <<<"$out")
-    local responses cpu
-    responses=$(awk '/\[[0-9]+\][ \t]+[0-9]+ responses/ {n += $2} END {print n + 0}' <<<"$out")
-    cpu=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$responses" \
-        'BEGIN {if (n > 0) printf "%.1f", t * 1e6 / hz / n; else print "n/a"}')
-    echo "$rps $p50 $p99 $bad $cpu"
+    measure_hey "$pid" -z "$DURATION" -c "$CONCURRENCY" -host localhost \
+        -H "Authorization: Bearer bench-token" "$@" "https://127.0.0.1:$port$BENCH_PATH"
 }
 
 # ROUNDS rounds, alternating which server goes first; the best round of each counts, so a

@@ -261,8 +261,8 @@ async fn policy_decisions_hold(c: &Cluster) {
     assert_eq!(c.ok(ALICE, &["get", "--raw", "/readyz/ping"]).await, "ok");
     c.denied(
         ALICE,
-        &["get", "--raw", "/livez"],
-        r#"Error from server (Forbidden): forbidden: User "alice" cannot get path "/livez""#,
+        &["get", "--raw", "/metrics"],
+        r#"Error from server (Forbidden): forbidden: User "alice" cannot get path "/metrics""#,
     )
     .await;
     // kubectl auth can-i, both kubectl versions.
@@ -302,7 +302,7 @@ async fn policy_decisions_hold(c: &Cluster) {
             "no"
         );
         assert_eq!(c.can_i(tool, ALICE, &["get", "/healthz"]).await, "yes");
-        assert_eq!(c.can_i(tool, ALICE, &["get", "/livez"]).await, "no");
+        assert_eq!(c.can_i(tool, ALICE, &["get", "/metrics"]).await, "no");
         assert_eq!(
             c.can_i(tool, ALICE, &["get", "configmaps/allowed", "-n", "team"])
                 .await,
@@ -711,7 +711,7 @@ async fn access_reviews_answer_for_other_users_and_check_their_input() {
     );
     let sar = review(
         r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview",
-            "spec":{"user":"alice","nonResourceAttributes":{"verb":"get","path":"/livez"}}}"#,
+            "spec":{"user":"alice","nonResourceAttributes":{"verb":"get","path":"/metrics"}}}"#,
     );
     let out = c.ok(As::Admin, &["create", "-f", &sar, "-o", "json"]).await;
     assert!(out.contains("\"allowed\": false"), "{out}");
@@ -813,7 +813,7 @@ async fn audit_events_record_the_rbac_decision_and_reason() {
     };
     let reply = post(
         "/apis/rbac.authorization.k8s.io/v1/clusterroles",
-        r#"{"metadata":{"name":"version-reader"},"rules":[{"nonResourceURLs":["/version"],"verbs":["get"]}]}"#,
+        r#"{"metadata":{"name":"version-reader"},"rules":[{"nonResourceURLs":["/metrics"],"verbs":["get"]}]}"#,
     )
     .await;
     assert_eq!(reply.status, 201, "{reply:?}");
@@ -825,16 +825,16 @@ async fn audit_events_record_the_rbac_decision_and_reason() {
     )
     .await;
     assert_eq!(reply.status, 201, "{reply:?}");
-    eventually("alice reads /version", || async {
-        let reply = alice.get(Proto::H1, "/version?probe=allowed").await.ok()?;
+    eventually("alice reads /metrics", || async {
+        let reply = alice.get(Proto::H1, "/metrics?probe=allowed").await.ok()?;
         (reply.status == 200).then_some(())
     })
     .await;
-    let reply = alice.get(Proto::H1, "/livez?probe=denied").await.unwrap();
+    let reply = alice.get(Proto::H1, "/logs?probe=denied").await.unwrap();
     assert_eq!(reply.status, 403);
     assert_eq!(
         reply.body,
-        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"forbidden: User \\\"alice\\\" cannot get path \\\"/livez\\\"\",\"reason\":\"Forbidden\",\"details\":{},\"code\":403}\n"
+        "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"forbidden: User \\\"alice\\\" cannot get path \\\"/logs\\\"\",\"reason\":\"Forbidden\",\"details\":{},\"code\":403}\n"
     );
     server.stop().await;
 
@@ -846,13 +846,13 @@ async fn audit_events_record_the_rbac_decision_and_reason() {
             .unwrap_or_else(|| panic!("no event for {uri} in:\n{text}"))["annotations"]
             .clone()
     };
-    let allowed = annotations("/version?probe=allowed");
+    let allowed = annotations("/metrics?probe=allowed");
     assert_eq!(allowed["authorization.k8s.io/decision"], "allow");
     assert_eq!(
         allowed["authorization.k8s.io/reason"],
         r#"RBAC: allowed by ClusterRoleBinding "alice-version" of ClusterRole "version-reader" to User "alice""#
     );
-    let denied = annotations("/livez?probe=denied");
+    let denied = annotations("/logs?probe=denied");
     assert_eq!(denied["authorization.k8s.io/decision"], "forbid");
     assert_eq!(denied["authorization.k8s.io/reason"], "");
 }

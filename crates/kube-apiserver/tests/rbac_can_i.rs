@@ -17,7 +17,8 @@ async fn can_i(server: &ApiServer, args: &[&str]) -> Option<bool> {
     let out = run_tool("kubectl-1.35", &server.data_dir, &all).await;
     match (out.code, out.stdout.trim()) {
         (Some(0), "yes") => Some(true),
-        (Some(1), "no") => Some(false),
+        // kubectl prints the review's reason after "no - " when there is one.
+        (Some(1), out) if out == "no" || out.starts_with("no - ") => Some(false),
         _ => None,
     }
 }

@@ -105,13 +105,26 @@ struct Fixture {
     _dir: tempfile::TempDir,
 }
 
-fn open(cached: bool, strategy: SharedStrategy) -> Fixture {
+/// A store over a fresh embedded backend, behind a watch cache when `cached`; the cache has
+/// loaded its first list when this returns, so watches from the resourceVersions of objects
+/// the test creates next are inside its window (a cache that lists after them starts its
+/// window later, and such a watch is rightly 410 Gone).
+async fn open(cached: bool, strategy: SharedStrategy) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let backend: Arc<dyn Storage> = Arc::new(EmbeddedStorage::open(dir.path()).unwrap());
     let storage: Arc<dyn Storage> = if cached {
         let mut config = CacherConfig::new(ROOT);
         config.get_attrs = attrs_func(strategy.clone());
-        Arc::new(Cacher::new(backend, config))
+        let cacher = Arc::new(Cacher::new(backend, config));
+        let deadline = tokio::time::Instant::now() + EVENT_TIMEOUT;
+        while !cacher.is_ready() {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "watch cache not ready"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        cacher
     } else {
         backend
     };
@@ -121,8 +134,8 @@ fn open(cached: bool, strategy: SharedStrategy) -> Fixture {
     }
 }
 
-fn widgets(cached: bool) -> Fixture {
-    open(cached, Arc::new(Widgets::new(true)))
+async fn widgets(cached: bool) -> Fixture {
+    open(cached, Arc::new(Widgets::new(true))).await
 }
 
 fn ns(namespace: &str) -> RequestContext {
@@ -197,7 +210,7 @@ macro_rules! both {
 }
 
 async fn create_get_list_update_delete(cached: bool) {
-    let f = widgets(cached);
+    let f = widgets(cached).await;
     let s = &f.store;
     let created = create(s, "ns1", widget("a", "red", 1)).await;
     let m = meta(&created).unwrap();
@@ -403,7 +416,7 @@ async fn create_get_list_update_delete(cached: bool) {
 both!(create_get_list_update_delete);
 
 async fn create_checks(cached: bool) {
-    let f = widgets(cached);
+    let f = widgets(cached).await;
     let s = &f.store;
     // Namespace defaulting and mismatch.
     let mut obj = widget("a", "red", 1);
@@ -491,7 +504,7 @@ async fn create_checks(cached: bool) {
     assert_eq!(err.reason(), "AlreadyExists");
     assert_eq!(err.0.message, "widgets.example.com \"a\" already exists");
     // Cluster-scoped objects lose their namespace.
-    let cluster = open(cached, Arc::new(Widgets::new(false)));
+    let cluster = open(cached, Arc::new(Widgets::new(false))).await;
     let mut obj = widget("c", "red", 1);
     obj["metadata"]["namespace"] = json!("ns1");
     let made = create(&cluster.store, "", obj).await;
@@ -506,7 +519,7 @@ async fn create_checks(cached: bool) {
 both!(create_checks);
 
 async fn generate_name(cached: bool) {
-    let f = widgets(cached);
+    let f = widgets(cached).await;
     let s = &f.store;
     let mut seen = BTreeSet::new();
     for _ in 0..5 {
@@ -540,7 +553,7 @@ fn always_taken(base: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generate_name_retries_on_collision() {
-    let f = widgets(false);
+    let f = widgets(false).await;
     let gen_obj = || {
         let mut obj = widget("", "red", 1);
         obj["metadata"] = json!({"generateName": "g-"});
@@ -581,7 +594,7 @@ async fn generate_name_retries_on_collision() {
 }
 
 async fn selectors_and_pagination(cached: bool) {
-    let f = widgets(cached);
+    let f = widgets(cached).await;
     let s = &f.store;
     for (i, color) in ["red", "blue", "red", "green", "red"].iter().enumerate() {
         create(
@@ -625,7 +638,8 @@ async fn selectors_and_pagination(cached: bool) {
             namespaced: true,
             ..Default::default()
         })),
-    );
+    )
+    .await;
     let err = plain
         .store
         .list(&ns(""), &list("", "spec.color=x"))
@@ -703,7 +717,7 @@ async fn selectors_and_pagination(cached: bool) {
 both!(selectors_and_pagination);
 
 async fn watch_translation(cached: bool) {
-    let f = widgets(cached);
+    let f = widgets(cached).await;
     let s = &f.store;
     let a = create(s, "ns1", widget("a", "red", 1)).await;
     create(s, "ns1", widget("b", "blue", 1)).await;
@@ -840,7 +854,7 @@ fn bookmark_objects() {
         .build()
         .unwrap();
     let _guard = rt.enter();
-    let f = widgets(false);
+    let f = rt.block_on(widgets(false));
     assert_eq!(
         f.store.bookmark(7, false),
         json!({"kind":"Widget","apiVersion":"example.com/v1","metadata":{"resourceVersion":"7"}})
@@ -864,7 +878,7 @@ fn bookmark_objects() {
 }
 
 async fn finalizers_and_graceful_deletion(cached: bool) {
-    let f = widgets(cached);
+    let f = widgets(cached).await;
     let s = &f.store;
     let mut obj = widget("a", "red", 1);
     obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
@@ -1028,7 +1042,7 @@ async fn finalizers_and_graceful_deletion(cached: bool) {
 both!(finalizers_and_graceful_deletion);
 
 async fn status_subresource(cached: bool) {
-    let f = widgets(cached);
+    let f = widgets(cached).await;
     let s = &f.store;
     let status = StatusStore::new(s);
     assert_eq!(status.verbs(), ["get", "patch", "update"]);
@@ -1086,7 +1100,7 @@ async fn status_subresource(cached: bool) {
 both!(status_subresource);
 
 async fn dry_run(cached: bool) {
-    let f = widgets(cached);
+    let f = widgets(cached).await;
     let s = &f.store;
     let dry = vec!["All".to_string()];
     let made = s
@@ -1170,7 +1184,7 @@ async fn dry_run(cached: bool) {
 both!(dry_run);
 
 async fn unconditional_and_conditional_updates(cached: bool) {
-    let f = widgets(cached);
+    let f = widgets(cached).await;
     let s = &f.store;
     create(s, "ns1", widget("a", "red", 1)).await;
     // No resourceVersion: unconditional (the strategy allows it).
@@ -1234,8 +1248,8 @@ impl Strategy for GracefulWidgets {
     }
 }
 
-fn graceful(cached: bool) -> Fixture {
-    open(cached, Arc::new(GracefulWidgets(Widgets::new(true))))
+async fn graceful(cached: bool) -> Fixture {
+    open(cached, Arc::new(GracefulWidgets(Widgets::new(true)))).await
 }
 
 fn grace(seconds: i64) -> DeleteOptions {
@@ -1250,7 +1264,7 @@ fn deletion_deadline(obj: &Value) -> jiff::Timestamp {
 }
 
 async fn graceful_delete_sets_a_deadline_that_later_deletes_only_shorten(cached: bool) {
-    let f = graceful(cached);
+    let f = graceful(cached).await;
     let s = &f.store;
     let mut obj = widget("a", "red", 1);
     obj["spec"]["bound"] = json!(true);
@@ -1310,7 +1324,7 @@ async fn graceful_delete_sets_a_deadline_that_later_deletes_only_shorten(cached:
 both!(graceful_delete_sets_a_deadline_that_later_deletes_only_shorten);
 
 async fn graceful_delete_of_zero_marks_then_removes(cached: bool) {
-    let f = graceful(cached);
+    let f = graceful(cached).await;
     let s = f.store.clone().with_return_deleted_object(true);
     // Not bound: the strategy asks for 0 even though the object has a grace period.
     let mut obj = widget("a", "red", 1);
@@ -1360,7 +1374,7 @@ async fn graceful_delete_of_zero_marks_then_removes(cached: bool) {
 both!(graceful_delete_of_zero_marks_then_removes);
 
 async fn graceful_delete_with_finalizers_keeps_the_object(cached: bool) {
-    let f = graceful(cached);
+    let f = graceful(cached).await;
     let s = &f.store;
     let mut obj = widget("a", "red", 1);
     obj["metadata"]["finalizers"] = json!(["example.com/hold"]);

@@ -11,9 +11,10 @@ use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme
 use super::kubeconfig::WebhookKubeconfig;
 
 /// Accepts any server certificate, still checking handshake signatures
-/// (`insecure-skip-tls-verify: true`).
+/// (`insecure-skip-tls-verify: true` of a kubeconfig, an APIService's
+/// `insecureSkipTLSVerify`).
 #[derive(Debug)]
-struct SkipServerVerification(Arc<rustls::crypto::CryptoProvider>);
+pub struct SkipServerVerification(pub Arc<rustls::crypto::CryptoProvider>);
 
 impl ServerCertVerifier for SkipServerVerification {
     fn verify_server_cert(

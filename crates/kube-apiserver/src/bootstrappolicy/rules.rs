@@ -1,8 +1,11 @@
 //! RBAC policy rules: a small builder for the bootstrap policy's rules, and the coverage check
-//! upstream's reconciliation uses (`pkg/registry/rbac/validation`: `Covers`, `BreakdownRule`).
+//! upstream's reconciliation uses (`Covers`, the RBAC authorizer's implementation on the
+//! k8s-openapi rules the policy is written in).
 
-use apiserver::authz::Attributes;
 use k8s_openapi::api::rbac::v1::PolicyRule;
+
+use crate::auth::rbac::covers::covers;
+use crate::auth::rbac::rule::PolicyRule as RbacRule;
 
 /// `get`, `list`, `watch`.
 pub const READ: &[&str] = &["get", "list", "watch"];
@@ -73,133 +76,17 @@ pub fn events_rule() -> PolicyRule {
     )
 }
 
-fn list(items: &Option<Vec<String>>) -> &[String] {
-    items.as_deref().unwrap_or_default()
-}
-
-/// Splits `rule` into one rule per verb and resource (and resource name) or per verb and URL,
-/// so each piece can be checked on its own (upstream `BreakdownRule`).
-pub fn breakdown(rule: &PolicyRule) -> Vec<PolicyRule> {
-    let mut pieces = Vec::new();
-    for group in list(&rule.api_groups) {
-        for resource in list(&rule.resources) {
-            for verb in &rule.verbs {
-                let one = |names: Option<Vec<String>>| PolicyRule {
-                    verbs: vec![verb.clone()],
-                    api_groups: Some(vec![group.clone()]),
-                    resources: Some(vec![resource.clone()]),
-                    resource_names: names,
-                    non_resource_urls: None,
-                };
-                let names = list(&rule.resource_names);
-                if names.is_empty() {
-                    pieces.push(one(None));
-                } else {
-                    pieces.extend(names.iter().map(|n| one(Some(vec![n.clone()]))));
-                }
-            }
-        }
-    }
-    for url in list(&rule.non_resource_urls) {
-        for verb in &rule.verbs {
-            pieces.push(PolicyRule {
-                verbs: vec![verb.clone()],
-                non_resource_urls: Some(vec![url.clone()]),
-                ..PolicyRule::default()
-            });
-        }
-    }
-    pieces
-}
-
-fn has_all(owner: &[String], requested: &[String]) -> bool {
-    owner.iter().any(|o| o == "*") || requested.iter().all(|r| owner.contains(r))
-}
-
-fn resources_cover(owner: &[String], requested: &[String]) -> bool {
-    if owner.iter().any(|o| o == "*") {
-        return true;
-    }
-    requested.iter().all(|r| {
-        owner.contains(r)
-            || r.split_once('/')
-                .is_some_and(|(_, sub)| owner.iter().any(|o| *o == format!("*/{sub}")))
-    })
-}
-
-fn urls_cover(owner: &[String], requested: &[String]) -> bool {
-    requested.iter().all(|r| {
-        owner.iter().any(|o| {
-            o == r
-                || o.strip_suffix('*')
-                    .is_some_and(|prefix| r.starts_with(prefix))
-        })
-    })
-}
-
-/// Whether `owner` grants everything `servant` does (upstream `ruleCovers`).
-pub fn rule_covers(owner: &PolicyRule, servant: &PolicyRule) -> bool {
-    let owner_names = list(&owner.resource_names);
-    has_all(&owner.verbs, &servant.verbs)
-        && has_all(list(&owner.api_groups), list(&servant.api_groups))
-        && resources_cover(list(&owner.resources), list(&servant.resources))
-        && urls_cover(
-            list(&owner.non_resource_urls),
-            list(&servant.non_resource_urls),
-        )
-        && {
-            // A rule limited to names never covers one that is not.
-            let servant_names = list(&servant.resource_names);
-            owner_names.is_empty()
-                || (!servant_names.is_empty()
-                    && servant_names.iter().all(|n| owner_names.contains(n)))
-        }
-}
-
-/// The pieces of `servant` (see [`breakdown`]) that no rule of `owner` covers; empty when
-/// `owner` grants everything `servant` does (upstream `Covers`).
+/// The pieces of `servant` (one verb, group, resource and name, or one verb and URL each) that
+/// no rule of `owner` covers; empty when `owner` grants everything `servant` does (upstream
+/// `Covers`, evaluated by the RBAC authorizer's implementation).
 pub fn uncovered(owner: &[PolicyRule], servant: &[PolicyRule]) -> Vec<PolicyRule> {
-    servant
-        .iter()
-        .flat_map(breakdown)
-        .filter(|piece| !owner.iter().any(|o| rule_covers(o, piece)))
+    let owner: Vec<RbacRule> = owner.iter().map(RbacRule::from).collect();
+    let servant: Vec<RbacRule> = servant.iter().map(RbacRule::from).collect();
+    covers(&owner, &servant)
+        .1
+        .into_iter()
+        .map(PolicyRule::from)
         .collect()
-}
-
-fn matches_or_all(values: &[String], wanted: &str) -> bool {
-    values.iter().any(|v| v == "*" || v == wanted)
-}
-
-/// Whether `rule` allows the request (upstream RBAC `RuleAllows`): verb, group, resource
-/// (`resource/subresource`, or `*/subresource`) and name for resource requests; verb and path
-/// (a trailing `*` is a prefix) for the others.
-pub fn rule_allows(attrs: &Attributes, rule: &PolicyRule) -> bool {
-    if !matches_or_all(&rule.verbs, &attrs.verb) {
-        return false;
-    }
-    if !attrs.resource_request {
-        return list(&rule.non_resource_urls).iter().any(|url| {
-            url == "*"
-                || *url == attrs.path
-                || url
-                    .strip_suffix('*')
-                    .is_some_and(|prefix| attrs.path.starts_with(prefix))
-        });
-    }
-    let combined = if attrs.subresource.is_empty() {
-        attrs.resource.clone()
-    } else {
-        format!("{}/{}", attrs.resource, attrs.subresource)
-    };
-    let resource_matches = list(&rule.resources).iter().any(|r| {
-        r == "*"
-            || *r == combined
-            || (!attrs.subresource.is_empty() && *r == format!("*/{}", attrs.subresource))
-    });
-    let names = list(&rule.resource_names);
-    matches_or_all(list(&rule.api_groups), &attrs.api_group)
-        && resource_matches
-        && (names.is_empty() || names.contains(&attrs.name))
 }
 
 #[cfg(test)]
@@ -231,13 +118,6 @@ mod tests {
     }
 
     #[test]
-    fn breakdown_yields_one_rule_per_verb_resource_and_name() {
-        let r = named_rule(&["get", "update"], &[""], &["configmaps"], &["a", "b"]);
-        assert_eq!(breakdown(&r).len(), 4);
-        assert_eq!(breakdown(&url_rule(&["get"], &["/a", "/b"])).len(), 2);
-    }
-
-    #[test]
     fn wildcards_cover_everything_of_their_kind() {
         let admin = [rule(&["*"], &["*"], &["*"]), url_rule(&["*"], &["*"])];
         let wanted = [
@@ -261,36 +141,6 @@ mod tests {
         );
         assert_eq!(missing.len(), 2);
         assert_eq!(missing[1].verbs, ["update"]);
-    }
-
-    #[test]
-    fn rules_allow_matching_requests_only() {
-        let attrs = |verb: &str, resource: &str, sub: &str, name: &str| Attributes {
-            verb: verb.into(),
-            resource: resource.into(),
-            subresource: sub.into(),
-            name: name.into(),
-            resource_request: true,
-            ..Attributes::default()
-        };
-        let pods = rule(READ, &[""], &["pods"]);
-        assert!(rule_allows(&attrs("get", "pods", "", "p"), &pods));
-        assert!(!rule_allows(&attrs("delete", "pods", "", "p"), &pods));
-        assert!(!rule_allows(&attrs("get", "pods", "log", "p"), &pods));
-        let scale = rule(&["get"], &["*"], &["*/scale"]);
-        assert!(rule_allows(
-            &attrs("get", "deployments", "scale", "d"),
-            &scale
-        ));
-        let named = named_rule(&["get"], &[""], &["configmaps"], &["a"]);
-        assert!(!rule_allows(&attrs("get", "configmaps", "", "b"), &named));
-        let health = Attributes {
-            verb: "get".into(),
-            path: "/healthz/etcd".into(),
-            ..Attributes::default()
-        };
-        assert!(rule_allows(&health, &url_rule(&["get"], &["/healthz/*"])));
-        assert!(!rule_allows(&health, &url_rule(&["get"], &["/healthz"])));
     }
 
     #[test]

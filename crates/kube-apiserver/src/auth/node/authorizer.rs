@@ -13,7 +13,7 @@ use apiserver::storage::selection::fields::FieldSelector;
 use k8s_openapi::api::rbac::v1::PolicyRule;
 
 use super::graph::{Graph, VertexType};
-use crate::bootstrappolicy::rules::rule_allows;
+use crate::auth::rbac::rule::PolicyRule as RbacRule;
 
 /// The prefix of kubelets' user names.
 const NODE_USER_PREFIX: &str = "system:node:";
@@ -51,14 +51,17 @@ fn selects_field(attrs: &Attributes, fields: &[&str], value: &str) -> bool {
 /// The Node authorizer.
 pub struct NodeAuthorizer {
     graph: Arc<Graph>,
-    node_rules: Vec<PolicyRule>,
+    node_rules: Vec<RbacRule>,
 }
 
 impl NodeAuthorizer {
     /// An authorizer deciding from `graph`, with `node_rules` (upstream `NodeRules()`) for
     /// the resources the graph does not cover.
     pub fn new(graph: Arc<Graph>, node_rules: Vec<PolicyRule>) -> Self {
-        NodeAuthorizer { graph, node_rules }
+        NodeAuthorizer {
+            graph,
+            node_rules: node_rules.iter().map(RbacRule::from).collect(),
+        }
     }
 
     /// The decision on `attrs`.
@@ -99,7 +102,7 @@ impl NodeAuthorizer {
             }
         }
         // Not subdivided: the static rules of every node.
-        if self.node_rules.iter().any(|r| rule_allows(attrs, r)) {
+        if self.node_rules.iter().any(|r| r.allows(attrs)) {
             return allow();
         }
         no_opinion("")

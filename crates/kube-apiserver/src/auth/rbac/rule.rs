@@ -42,6 +42,32 @@ pub struct PolicyRule {
     pub non_resource_urls: Vec<String>,
 }
 
+impl From<&k8s_openapi::api::rbac::v1::PolicyRule> for PolicyRule {
+    fn from(rule: &k8s_openapi::api::rbac::v1::PolicyRule) -> Self {
+        let list = |items: &Option<Vec<String>>| items.clone().unwrap_or_default();
+        PolicyRule {
+            verbs: rule.verbs.clone(),
+            api_groups: list(&rule.api_groups),
+            resources: list(&rule.resources),
+            resource_names: list(&rule.resource_names),
+            non_resource_urls: list(&rule.non_resource_urls),
+        }
+    }
+}
+
+impl From<PolicyRule> for k8s_openapi::api::rbac::v1::PolicyRule {
+    fn from(rule: PolicyRule) -> Self {
+        let list = |items: Vec<String>| (!items.is_empty()).then_some(items);
+        k8s_openapi::api::rbac::v1::PolicyRule {
+            verbs: rule.verbs,
+            api_groups: list(rule.api_groups),
+            resources: list(rule.resources),
+            resource_names: list(rule.resource_names),
+            non_resource_urls: list(rule.non_resource_urls),
+        }
+    }
+}
+
 /// A JSON `null` list reads as an empty one (Go's nil slice).
 fn null_as_empty<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
     Ok(Option::<Vec<String>>::deserialize(d)?.unwrap_or_default())

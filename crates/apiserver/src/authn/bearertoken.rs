@@ -97,18 +97,28 @@ impl TokenAuthenticator for TokenUnion {
         req: &http::request::Parts,
         token: &str,
     ) -> Result<Option<AuthResponse>, AuthError> {
-        let mut errors = Vec::new();
-        for auth in &self.authenticators {
-            match auth.authenticate_token(req, token).await {
-                Ok(Some(resp)) => return Ok(Some(resp)),
-                Ok(None) => {}
-                Err(e) => errors.push(e),
-            }
+        authenticate_in_order(&self.authenticators, req, token).await
+    }
+}
+
+/// Asks `authenticators` in order: the first success wins, no opinion when none knows the
+/// token, otherwise their errors aggregated (upstream's `tokenunion` semantics).
+pub async fn authenticate_in_order<T: TokenAuthenticator + ?Sized>(
+    authenticators: &[Arc<T>],
+    req: &http::request::Parts,
+    token: &str,
+) -> Result<Option<AuthResponse>, AuthError> {
+    let mut errors = Vec::new();
+    for auth in authenticators {
+        match auth.authenticate_token(req, token).await {
+            Ok(Some(resp)) => return Ok(Some(resp)),
+            Ok(None) => {}
+            Err(e) => errors.push(e),
         }
-        match AuthError::aggregate(errors) {
-            Some(e) => Err(e),
-            None => Ok(None),
-        }
+    }
+    match AuthError::aggregate(errors) {
+        Some(e) => Err(e),
+        None => Ok(None),
     }
 }
 

@@ -277,18 +277,8 @@ impl TokenAuthenticator for JwtAuthenticators {
         token: &str,
     ) -> Result<Option<AuthResponse>, AuthError> {
         let generation = self.current.load_full();
-        let mut errors = Vec::new();
-        for a in &generation.authenticators {
-            match a.authenticate_token(req, token).await {
-                Ok(Some(r)) => return Ok(Some(r)),
-                Ok(None) => {}
-                Err(e) => errors.push(e),
-            }
-        }
-        match AuthError::aggregate(errors) {
-            Some(e) => Err(e),
-            None => Ok(None),
-        }
+        apiserver::authn::bearertoken::authenticate_in_order(&generation.authenticators, req, token)
+            .await
     }
 }
 

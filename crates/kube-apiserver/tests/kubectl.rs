@@ -42,6 +42,19 @@ async fn version_and_health_endpoints(kubectl: &str) {
     );
     let metrics = kubectl_admin(kubectl, &server, &["get", "--raw", "/metrics"]).await;
     assert!(metrics.contains("apiserver_request_total"), "{metrics}");
+    // The authentication filter's own metrics, as upstream's.
+    assert!(
+        metrics.contains("authentication_attempts{result=\"success\"}"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("authentication_duration_seconds_bucket{result=\"success\""),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("authenticated_user_requests{username="),
+        "{metrics}"
+    );
 
     server.stop().await;
 }

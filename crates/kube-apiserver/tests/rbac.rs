@@ -1,6 +1,6 @@
 //! RBAC through the real binary with real kubectl (1.35 and 1.20): a user from
-//! `--token-auth-file` and a service-account identity (impersonated by the admin) denied with
-//! upstream's 403 text and then allowed by bindings (RoleBinding, ClusterRoleBinding,
+//! `--token-auth-file`, a service-account identity (impersonated by the admin) and a real
+//! service-account token denied with upstream's 403 text and then allowed by bindings (RoleBinding, ClusterRoleBinding,
 //! resourceNames, subresources, non-resource URLs), `kubectl auth can-i` (yes/no, `--as`,
 //! `--list`, `-n`), escalation refused with upstream's message and then allowed by `escalate`
 //! and `bind`, the access reviews, and every decision again after a restart.
@@ -855,4 +855,96 @@ async fn audit_events_record_the_rbac_decision_and_reason() {
     let denied = annotations("/logs?probe=denied");
     assert_eq!(denied["authorization.k8s.io/decision"], "forbid");
     assert_eq!(denied["authorization.k8s.io/reason"], "");
+}
+
+/// A real service-account token (from `kubectl create token`) is denied with upstream's 403
+/// text, allowed once a RoleBinding names the service account, denied again when the binding
+/// goes, and the decision holds across a restart (the token's signing key persists).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_service_account_token_is_denied_then_allowed_by_a_role_binding() {
+    let data = tempfile::tempdir().unwrap();
+    let tokens = token_file(data.path());
+    let mut c = Cluster::start(&data.path().join("data"), &tokens).await;
+    c.apply(
+        r#"
+apiVersion: v1
+kind: Namespace
+metadata: {name: team}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: bot, namespace: team}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings, namespace: team}
+data: {k: v}
+"#,
+    )
+    .await;
+    let token = c
+        .ok(As::Admin, &["create", "token", "bot", "-n", "team"])
+        .await;
+    let token = token.trim();
+    let bot = As::Token(token);
+    c.denied(
+        bot,
+        &["get", "configmap", "settings", "-n", "team"],
+        r#"configmaps "settings" is forbidden: User "system:serviceaccount:team:bot" cannot get resource "configmaps" in API group "" in the namespace "team""#,
+    )
+    .await;
+    c.apply(
+        r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: settings-reader, namespace: team}
+rules:
+- {apiGroups: [""], resources: [configmaps], verbs: [get]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: bot-reads-settings, namespace: team}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: settings-reader}
+subjects:
+- {kind: ServiceAccount, name: bot, namespace: team}
+"#,
+    )
+    .await;
+    let out = c
+        .eventually_ok(
+            bot,
+            &["get", "configmap", "settings", "-n", "team", "-o", "name"],
+        )
+        .await;
+    assert_eq!(out.trim(), "configmap/settings");
+    // Only what the role grants.
+    c.denied(
+        bot,
+        &["delete", "configmap", "settings", "-n", "team"],
+        r#"configmaps "settings" is forbidden: User "system:serviceaccount:team:bot" cannot delete resource "configmaps" in API group "" in the namespace "team""#,
+    )
+    .await;
+
+    c.restart().await;
+    let out = c
+        .eventually_ok(
+            bot,
+            &["get", "configmap", "settings", "-n", "team", "-o", "name"],
+        )
+        .await;
+    assert_eq!(out.trim(), "configmap/settings");
+
+    c.ok(
+        As::Admin,
+        &["delete", "rolebinding", "bot-reads-settings", "-n", "team"],
+    )
+    .await;
+    eventually("the service account is denied again", || async {
+        let out = c
+            .kubectl(bot, &["get", "configmap", "settings", "-n", "team"])
+            .await;
+        (out.code != Some(0) && out.stderr.contains("is forbidden")).then_some(())
+    })
+    .await;
+    c.server.stop().await;
 }

@@ -3,10 +3,12 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use base64::Engine;
 use http::{Version, header};
 
+use super::authn_metrics::{self, AuthnResult};
 use super::authorization::{internal_error, request_uri};
 use super::{Filter, Next};
 use crate::audit::FailedAuthenticationAuditor;
@@ -161,15 +163,23 @@ impl AuthenticationFilter {
                 .extensions
                 .insert(ApiAudiences(self.api_audiences.to_vec()));
         }
-        let response = match self.authenticator.authenticate(parts).await {
+        let started = Instant::now();
+        let outcome = self.authenticator.authenticate(parts).await;
+        let elapsed = started.elapsed();
+        let response = match outcome {
             Ok(Some(response)) => response,
-            Ok(None) => return Err(Box::new(self.unauthorized(parts))),
+            Ok(None) => {
+                authn_metrics::record(AuthnResult::Failure, None, elapsed);
+                return Err(Box::new(self.unauthorized(parts)));
+            }
             Err(err) => {
+                authn_metrics::record(AuthnResult::Error, None, elapsed);
                 tracing::error!(error = %err, "Unable to authenticate the request");
                 return Err(Box::new(self.unauthorized(parts)));
             }
         };
         if !audiences_acceptable(&self.api_audiences, &response.audiences) {
+            authn_metrics::record(AuthnResult::Error, None, elapsed);
             tracing::error!(
                 "unable to match the audience: {:?} , accepted: {:?}",
                 response.audiences,
@@ -177,6 +187,7 @@ impl AuthenticationFilter {
             );
             return Err(Box::new(self.unauthorized(parts)));
         }
+        authn_metrics::record(AuthnResult::Success, Some(&response.user.name), elapsed);
         // The credentials are not needed any more, and must not reach handlers or proxies.
         parts.headers.remove(header::AUTHORIZATION);
         websocket::strip_token_protocol(&mut parts.headers);

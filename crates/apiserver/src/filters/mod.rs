@@ -38,6 +38,7 @@ use tower::{Layer, Service};
 use crate::body::{Request, Response};
 
 pub mod authentication;
+pub mod authn_metrics;
 pub mod authorization;
 pub mod impersonation;
 pub mod latency;

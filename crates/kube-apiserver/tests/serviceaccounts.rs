@@ -137,6 +137,24 @@ async fn kubectl_create_token_authenticates_as_the_service_account_and_whoami_sh
     let out = with_token(&server, &token, &["get", "serviceaccounts", "-o", "name"]).await;
     assert_eq!(out.code, Some(0), "{out:?}");
     assert!(out.stdout.contains("serviceaccount/robot"), "{out:?}");
+    // Counted as upstream counts valid bound tokens.
+    let kubeconfig = server.kubeconfig().display().to_string();
+    let metrics = run_tool(
+        "kubectl-1.35",
+        &server.data_dir,
+        &["--kubeconfig", &kubeconfig, "get", "--raw", "/metrics"],
+    )
+    .await
+    .stdout;
+    let valid = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("serviceaccount_valid_tokens_total "))
+        .and_then(|v| v.trim().parse::<f64>().ok());
+    assert!(valid.is_some_and(|v| v >= 1.0), "{valid:?}");
+    assert!(
+        metrics.contains("serviceaccount_legacy_tokens_total 0"),
+        "no legacy token was used"
+    );
 
     // Durations and audiences as asked; the shortest allowed is 10 minutes.
     let token = create_token(&server, &["robot", "--duration=20m", "--audience=vault"]).await;
@@ -146,7 +164,6 @@ async fn kubectl_create_token_authenticates_as_the_service_account_and_whoami_sh
         claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
         1200
     );
-    let kubeconfig = server.kubeconfig().display().to_string();
     let out = run_tool(
         "kubectl-1.35",
         &server.data_dir,

@@ -136,6 +136,8 @@ pub fn token_authenticators(
     deps: &AuthDeps<'_>,
 ) -> Result<Vec<Arc<dyn TokenAuthenticator>>, String> {
     let sa = &deps.service_accounts;
+    // Upstream's token metrics are in /metrics from the start.
+    crate::serviceaccount::metrics::get();
     let getter: Arc<dyn ObjectGetter> = Arc::new(
         InformerObjectGetter::new(deps)
             .ok_or("service-account authentication needs the core stores")?,

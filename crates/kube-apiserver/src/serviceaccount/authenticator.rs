@@ -16,6 +16,7 @@ use apiserver::request::warning::add_warning;
 use super::claims::{self, LEGACY_ISSUER, ObjectGetter};
 use super::jws::{self, CRYPTO_ERROR};
 use super::keys::PublicKey;
+use super::metrics;
 
 /// Which tokens an authenticator accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,6 +122,7 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
         if token_audiences.is_empty() {
             // Tokens without audiences (legacy ones) are valid for the API only.
             annotate(req, "authentication.k8s.io/legacy-token", subject);
+            metrics::inc(|m| &m.legacy_tokens);
             token_audiences = self.implicit_audiences.clone();
         }
         let requested = req
@@ -153,14 +155,22 @@ impl TokenAuthenticator for ServiceAccountAuthenticator {
         if info.auto_generated_secret {
             add_warning(&req.extensions, "", claims::AUTO_GENERATED_WARNING);
         }
-        // A token past its `warnafter` (the extended lifetime of an admission pod token).
-        if let Some(warn_after) = parsed
+        let stale = parsed
             .claims
             .get("kubernetes.io")
             .and_then(|k| k.get("warnafter"))
             .and_then(serde_json::Value::as_i64)
-            .filter(|w| *w != 0 && now > *w)
-        {
+            .filter(|w| *w != 0 && now > *w);
+        match (self.kind, stale) {
+            (TokenKind::Bound, Some(_)) => metrics::inc(|m| &m.stale_tokens),
+            (TokenKind::Bound, None) => metrics::inc(|m| &m.valid_tokens),
+            (TokenKind::Legacy { .. }, _) if info.auto_generated_secret => {
+                metrics::inc(|m| &m.legacy_auto_token_uses)
+            }
+            (TokenKind::Legacy { .. }, _) => metrics::inc(|m| &m.legacy_manual_token_uses),
+        }
+        // A token past its `warnafter` (the extended lifetime of an admission pod token).
+        if let Some(warn_after) = stale {
             annotate(
                 req,
                 "authentication.k8s.io/stale-token",

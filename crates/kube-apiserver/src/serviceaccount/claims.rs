@@ -512,6 +512,7 @@ pub async fn validate_legacy(
             .is_some_and(|v| !v.is_empty())
         {
             track_legacy_token_use(&secret, &namespace, getter);
+            super::metrics::inc(|m| &m.invalid_legacy_auto_token_uses);
             return Err(invalidated());
         }
         let stored = secret

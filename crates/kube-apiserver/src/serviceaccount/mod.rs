@@ -10,6 +10,7 @@ pub mod claims;
 pub mod der;
 pub mod jws;
 pub mod keys;
+pub mod metrics;
 pub mod openid;
 
 use std::path::{Path, PathBuf};

@@ -839,6 +839,34 @@ async fn kubectl_certificate_approve_and_deny_update_csr_conditions_through_appr
 async fn bindings_bind_a_pod_once_and_componentstatuses_report_the_control_plane() {
     let mut server = ApiServer::start(&[]).await;
     let tools = Tools::new(&server);
+    // Resources that are not stored get no storageVersionHash in discovery, as upstream's
+    // (their REST is no StorageVersionProvider); stored ones do.
+    for (path, unstored, stored) in [
+        ("/api/v1", &["bindings", "componentstatuses"][..], "pods"),
+        (
+            "/apis/authorization.k8s.io/v1",
+            &["subjectaccessreviews", "selfsubjectrulesreviews"][..],
+            "",
+        ),
+    ] {
+        let list: serde_json::Value =
+            serde_json::from_str(&tools.kubectl(&["get", "--raw", path]).await).unwrap();
+        let resources = list["resources"].as_array().unwrap();
+        let hash = |name: &str| {
+            resources
+                .iter()
+                .find(|r| r["name"] == name)
+                .unwrap_or_else(|| panic!("{name} in {path}"))
+                .get("storageVersionHash")
+                .is_some()
+        };
+        for name in unstored {
+            assert!(!hash(name), "{name} has a storageVersionHash");
+        }
+        if !stored.is_empty() {
+            assert!(hash(stored), "{stored} has no storageVersionHash");
+        }
+    }
     tools
         .kubectl(&["run", "web", "--image=nginx", "--restart=Never"])
         .await;

@@ -531,6 +531,12 @@ impl AccessReviewStorage {
 }
 
 impl RestStorage for AccessReviewStorage {
+    /// Not stored (upstream's REST for it is no `StorageVersionProvider`): discovery gives no
+    /// `storageVersionHash`.
+    fn is_stored(&self) -> bool {
+        false
+    }
+
     fn info(&self) -> &ResourceInfo {
         self.strategy.info()
     }

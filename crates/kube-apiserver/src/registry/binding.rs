@@ -286,6 +286,12 @@ impl BindingsStorage {
 }
 
 impl RestStorage for BindingsStorage {
+    /// Not stored (upstream's REST for it is no `StorageVersionProvider`): discovery gives no
+    /// `storageVersionHash`.
+    fn is_stored(&self) -> bool {
+        false
+    }
+
     fn info(&self) -> &ResourceInfo {
         self.strategy.info()
     }

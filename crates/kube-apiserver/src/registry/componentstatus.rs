@@ -143,6 +143,12 @@ async fn probe(port: u16) -> Result<String, String> {
 }
 
 impl RestStorage for ComponentStatusStorage {
+    /// Not stored (upstream's REST for it is no `StorageVersionProvider`): discovery gives no
+    /// `storageVersionHash`.
+    fn is_stored(&self) -> bool {
+        false
+    }
+
     fn info(&self) -> &ResourceInfo {
         self.strategy.info()
     }

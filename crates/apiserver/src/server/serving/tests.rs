@@ -14,9 +14,8 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, SignatureScheme};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::Notify;
@@ -31,6 +30,7 @@ use crate::authn::ClientCaSource;
 use crate::body::{Request, Response};
 use crate::filters::{HttpService, service_fn};
 use crate::request::ConnectionInfo;
+use crate::util::webhook::tls::SkipServerVerification;
 
 const DEADLINE: Duration = Duration::from_secs(30);
 
@@ -187,58 +187,6 @@ async fn start(info: SecureServingInfo) -> (ServingHandle, CancellationToken, St
 // ---------------------------------------------------------------------------------------------
 // client side
 
-/// Accepts any server certificate (SNI tests look at which one was served), but checks
-/// handshake signatures.
-#[derive(Debug)]
-struct AnyServerCert;
-
-impl ServerCertVerifier for AnyServerCert {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &rustls::crypto::ring::default_provider().signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &rustls::crypto::ring::default_provider().signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        rustls::crypto::ring::default_provider()
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
 /// Presents a fixed client certificate and records the CA hints the server sent.
 #[derive(Debug)]
 struct RecordingClientCert {
@@ -302,9 +250,13 @@ fn client_config(opts: &ClientOpts) -> Arc<ClientConfig> {
             store.add(root.clone()).unwrap();
             builder.with_root_certificates(store)
         }
-        None => builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AnyServerCert)),
+        None => builder.dangerous().with_custom_certificate_verifier(
+            // Any server certificate (SNI tests look at which one was served); handshake
+            // signatures are still checked.
+            Arc::new(SkipServerVerification(Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))),
+        ),
     };
     let mut config = match &opts.client_cert {
         Some(resolver) => builder.with_client_cert_resolver(resolver.clone()),

@@ -613,6 +613,12 @@ pub async fn run(
         .map_err(setup("registering hooks"))?;
     server
         .add_post_start_hook(
+            crate::bootstrap::SYSTEM_PRIORITY_CLASSES_HOOK,
+            crate::bootstrap::system_priority_classes_hook(&stores).map_err(StartError::Setup)?,
+        )
+        .map_err(setup("registering hooks"))?;
+    server
+        .add_post_start_hook(
             "namespace-controller",
             crate::registry::namespace::namespace_controller_hook(stores.clone()),
         )
@@ -663,6 +669,23 @@ pub async fn run(
     let admission = build_admission(&opts, &deps, &stores, &authz)?;
     server.set_admission(Some(admission.clone()));
     apiextensions.set_admission(Some(admission.clone()));
+    // Every namespace's `default` service account, which the ServiceAccount plugin gives pods.
+    if let (Some(namespaces), Some(accounts), Some(store)) = (
+        deps.informers.informer("", "namespaces"),
+        deps.informers.informer("", "serviceaccounts"),
+        stores.get(&(String::new(), "serviceaccounts".to_string())),
+    ) {
+        server
+            .add_post_start_hook(
+                crate::controllers::serviceaccounts::HOOK_NAME,
+                crate::controllers::serviceaccounts::service_account_controller_hook(
+                    namespaces,
+                    accounts,
+                    store.clone(),
+                ),
+            )
+            .map_err(setup("registering hooks"))?;
+    }
     // The default RBAC policy, then the ClusterRole aggregation controller on the shared
     // ClusterRole informer.
     server

@@ -686,6 +686,32 @@ pub async fn run(
             )
             .map_err(setup("registering hooks"))?;
     }
+    // The finalizers of StorageObjectInUseProtection, removed once claims and volumes are free.
+    let informer = |resource: &str| deps.informers.informer("", resource);
+    let store = |resource: &str| stores.get(&(String::new(), resource.to_string())).cloned();
+    if let (Some(claims), Some(volumes), Some(pods), Some(claim_store), Some(volume_store)) = (
+        informer("persistentvolumeclaims"),
+        informer("persistentvolumes"),
+        informer("pods"),
+        store("persistentvolumeclaims"),
+        store("persistentvolumes"),
+    ) {
+        use crate::controllers::storage_protection::{
+            HOOK_NAME, Resources, storage_protection_hook,
+        };
+        server
+            .add_post_start_hook(
+                HOOK_NAME,
+                storage_protection_hook(Resources {
+                    claims,
+                    volumes,
+                    pods,
+                    claim_store,
+                    volume_store,
+                }),
+            )
+            .map_err(setup("registering hooks"))?;
+    }
     // The default RBAC policy, then the ClusterRole aggregation controller on the shared
     // ClusterRole informer.
     server

@@ -259,10 +259,24 @@ async fn the_immortal_namespaces_cannot_be_deleted_and_missing_ones_take_no_cont
             "failed to create configmap: namespaces \"nowhere\" not found",
         )
         .await;
-    // Other namespaces go as before.
+    // Other namespaces go; content held by a finalizer keeps one terminating, and nothing new
+    // may be created in it meanwhile.
     cluster.ok(&["create", "namespace", "short-lived"]).await;
     cluster
+        .apply(
+            "held.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  namespace: short-lived\n  finalizers: [example.com/hold]\n",
+        )
+        .await;
+    cluster
         .ok(&["delete", "namespace", "short-lived", "--wait=false"])
+        .await;
+    cluster
+        .refused(
+            As::Admin,
+            &["create", "configmap", "late", "-n", "short-lived"],
+            "configmaps \"late\" is forbidden: unable to create new content in namespace short-lived because it is being terminated",
+        )
         .await;
 }
 
@@ -450,6 +464,36 @@ async fn a_claim_gets_the_default_storage_class_and_protection_and_grows_only_if
     cluster.ok(&["patch", "pvc", "data", "-p", grow]).await;
     let grown = cluster.get(&["pvc", "data"]).await;
     assert_eq!(grown["spec"]["resources"]["requests"]["storage"], "2Gi");
+
+    // The protection controllers let a claim go once no pod uses it, and an unbound volume.
+    cluster
+        .apply(
+            "user.yaml",
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: user\nspec:\n  containers:\n  - name: app\n    image: nginx\n  volumes:\n  - name: data\n    persistentVolumeClaim:\n      claimName: data\n",
+        )
+        .await;
+    cluster
+        .ok(&["delete", "pvc", "data", "rigid", "--wait=false"])
+        .await;
+    cluster.ok(&["delete", "pv", "disk", "--wait=false"]).await;
+    let gone = |args: &'static [&'static str]| {
+        let cluster = &cluster;
+        async move {
+            eventually(&format!("{args:?} gone"), || async {
+                let out = cluster.kubectl_as(As::Admin, args).await;
+                out.stderr.contains("NotFound").then_some(())
+            })
+            .await
+        }
+    };
+    gone(&["get", "pvc", "rigid"]).await;
+    gone(&["get", "pv", "disk"]).await;
+    let held = cluster.get(&["pvc", "data"]).await;
+    assert!(held["metadata"]["deletionTimestamp"].is_string(), "{held}");
+    cluster
+        .ok(&["delete", "pod", "user", "--grace-period=0", "--force"])
+        .await;
+    gone(&["get", "pvc", "data"]).await;
 }
 
 /// A CertificateSigningRequest manifest for a fresh request with this subject.

@@ -3,3 +3,4 @@
 
 pub mod clusterrole_aggregation;
 pub mod serviceaccounts;
+pub mod storage_protection;

@@ -406,3 +406,85 @@ impl Plugin for ServiceAccount {
         checked.map_err(|e| forbidden(attrs, &e))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_volume_is_mounted_once_and_reused() {
+        let mut pod = json!({"spec": {
+            "initContainers": [{"name": "init"}],
+            "containers": [
+                {"name": "app", "volumeMounts": [{"name": "data", "mountPath": "/data"}]},
+                {"name": "own", "volumeMounts": [{"name": "x", "mountPath": TOKEN_MOUNT_PATH}]}
+            ]
+        }});
+        mount_token(&mut pod);
+        let volumes = array_at(&pod, "spec.volumes");
+        assert_eq!(volumes.len(), 1);
+        let name = str_at(&volumes[0], "name").unwrap().to_string();
+        assert!(name.starts_with(VOLUME_PREFIX) && name.len() == VOLUME_PREFIX.len() + 5);
+        assert_eq!(volumes[0]["projected"], token_volume_source());
+        assert_eq!(
+            pod["spec"]["initContainers"][0]["volumeMounts"][0]["name"],
+            name.as_str()
+        );
+        assert_eq!(
+            pod["spec"]["containers"][0]["volumeMounts"][1]["name"],
+            name.as_str()
+        );
+        assert_eq!(
+            pod["spec"]["containers"][1]["volumeMounts"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+        // A second pass (reinvocation) changes nothing.
+        let before = pod.clone();
+        mount_token(&mut pod);
+        assert_eq!(pod, before);
+    }
+
+    #[test]
+    fn mountable_secrets_are_enforced_with_upstreams_messages() {
+        let sa = json!({"metadata": {"name": "builder",
+                "annotations": {ENFORCE_MOUNTABLE_SECRETS: "true"}},
+            "secrets": [{"name": "allowed"}], "imagePullSecrets": [{"name": "pull"}]});
+        assert!(enforces_mountable_secrets(&sa));
+        let ok = json!({"spec": {"volumes": [{"name": "v", "secret": {"secretName": "allowed"}}],
+            "imagePullSecrets": [{"name": "pull"}]}});
+        assert_eq!(limit_secret_references(&sa, &ok), Ok(()));
+        let volume =
+            json!({"spec": {"volumes": [{"name": "v", "secret": {"secretName": "other"}}]}});
+        assert_eq!(
+            limit_secret_references(&sa, &volume).unwrap_err(),
+            "volume with secret.secretName=\"other\" is not allowed because service account builder does not reference that secret"
+        );
+        let env = json!({"spec": {"initContainers": [{"name": "init", "env": [{"name": "TOKEN",
+            "valueFrom": {"secretKeyRef": {"name": "other", "key": "k"}}}]}]}});
+        assert_eq!(
+            limit_secret_references(&sa, &env).unwrap_err(),
+            "init container init with envVar TOKEN referencing secret.secretName=\"other\" is not allowed because service account builder does not reference that secret"
+        );
+        let pull = json!({"spec": {"imagePullSecrets": [{"name": "pull"}, {"name": "x"}]}});
+        assert_eq!(
+            limit_secret_references(&sa, &pull).unwrap_err(),
+            "imagePullSecrets[1].name=\"x\" is not allowed because service account builder does not reference that imagePullSecret"
+        );
+        let off = json!({"metadata": {"annotations": {ENFORCE_MOUNTABLE_SECRETS: "false"}}});
+        assert!(!enforces_mountable_secrets(&off));
+    }
+
+    #[test]
+    fn automounting_follows_the_pod_then_the_service_account() {
+        let sa_off = json!({"automountServiceAccountToken": false});
+        assert!(!should_automount(&sa_off, &json!({"spec": {}})));
+        assert!(should_automount(
+            &sa_off,
+            &json!({"spec": {"automountServiceAccountToken": true}})
+        ));
+        assert!(should_automount(&json!({}), &json!({"spec": {}})));
+    }
+}

@@ -120,8 +120,7 @@ async fn sync(resources: &Resources, work: Work) {
                 return;
             }
             let in_use = resources.pods.list().iter().any(|pod| {
-                str_at(pod, "/metadata/namespace") == namespace
-                    && claims_of(pod).iter().any(|c| *c == name)
+                str_at(pod, "/metadata/namespace") == namespace && claims_of(pod).contains(&name)
             });
             if !in_use {
                 remove_finalizer(&resources.claim_store, &namespace, &name, PVC_PROTECTION).await;

@@ -48,8 +48,8 @@ impl Namespaces {
 
     /// Whether the request is one into a namespace.
     fn applies(attrs: &Attributes) -> bool {
-        !attrs.namespace.is_empty()
-            && !(attrs.kind.group.is_empty() && attrs.kind.kind == "Namespace")
+        let namespace_kind = attrs.kind.group.is_empty() && attrs.kind.kind == "Namespace";
+        !attrs.namespace.is_empty() && !namespace_kind
     }
 
     async fn ready(&self, attrs: &Attributes) -> Result<(), ApiError> {

@@ -76,10 +76,7 @@ pub fn visit_secret_names(pod: &Value, visit: &mut dyn FnMut(&str) -> bool) -> b
                 .filter_map(|s| str_at(s, "secret.name")),
         );
     }
-    names
-        .into_iter()
-        .filter(|n| !n.is_empty())
-        .all(|name| visit(name))
+    names.into_iter().filter(|n| !n.is_empty()).all(visit)
 }
 
 /// Whether the pod references any config map (container environment, volumes).

@@ -550,7 +550,7 @@ async fn approving_a_csr_needs_the_approve_verb_on_its_signer() {
     cluster
         .apply(
             "signer.yaml",
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: csr-approver\nrules:\n- apiGroups: [certificates.k8s.io]\n  resources: [certificatesigningrequests]\n  verbs: [get, list]\n- apiGroups: [certificates.k8s.io]\n  resources: [certificatesigningrequests/approval]\n  verbs: [update]\n- apiGroups: [certificates.k8s.io]\n  resources: [signers]\n  resourceNames: [example.com/*]\n  verbs: [approve]\n",
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: csr-approver\nrules:\n- apiGroups: [certificates.k8s.io]\n  resources: [certificatesigningrequests]\n  verbs: [get, list]\n- apiGroups: [certificates.k8s.io]\n  resources: [certificatesigningrequests/approval]\n  verbs: [update]\n- apiGroups: [certificates.k8s.io]\n  resources: [certificatesigningrequests/status]\n  verbs: [update]\n- apiGroups: [certificates.k8s.io]\n  resources: [signers]\n  resourceNames: [example.com/*]\n  verbs: [approve]\n",
         )
         .await;
     eventually("alice approves", || async {
@@ -562,6 +562,34 @@ async fn approving_a_csr_needs_the_approve_verb_on_its_signer() {
     .await;
     let approved = cluster.get(&["csr", "worker"]).await;
     assert_eq!(approved["status"]["conditions"][0]["type"], "Approved");
+
+    // Issuing the certificate through `status` needs `sign` on the signer.
+    let mut issued = approved.clone();
+    let cert = rcgen::CertificateParams::new(vec!["worker".to_string()])
+        .unwrap()
+        .self_signed(&rcgen::KeyPair::generate().unwrap())
+        .unwrap();
+    issued["status"]["certificate"] = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .encode(cert.pem())
+            .into()
+    };
+    let path = cluster.home.path().join("issued.json");
+    std::fs::write(&path, issued.to_string()).unwrap();
+    cluster
+        .refused(
+            As::User("alice"),
+            &[
+                "replace",
+                "--raw",
+                "/apis/certificates.k8s.io/v1/certificatesigningrequests/worker/status",
+                "-f",
+                &path.display().to_string(),
+            ],
+            "certificatesigningrequests.certificates.k8s.io \"worker\" is forbidden: user not permitted to sign requests with signerName \"example.com/signer\"",
+        )
+        .await;
 
     // Nobody asks the kube-apiserver-client signer for system:masters.
     let path = cluster.home.path().join("root.yaml");

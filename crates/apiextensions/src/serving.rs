@@ -286,13 +286,17 @@ impl CrdServing {
                 continue;
             };
             // The version's view of the shared cache: objects stored in the storage version,
-            // handed out in this one.
-            let storage: Arc<dyn Storage> = Arc::new(ConvertingStorage::new(
-                cache.clone(),
-                converter.clone(),
-                name,
-                &storage_version,
-            ));
+            // handed out in this one. A CRD with one version has nothing to convert.
+            let storage: Arc<dyn Storage> = if versions(crd).len() == 1 {
+                cache.clone()
+            } else {
+                Arc::new(ConvertingStorage::new(
+                    cache.clone(),
+                    converter.clone(),
+                    name,
+                    &storage_version,
+                ))
+            };
             let info = self.info(crd, name);
             let mut subresources = Vec::new();
             if version.pointer("/subresources/status").is_some() {

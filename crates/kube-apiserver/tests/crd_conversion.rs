@@ -31,16 +31,28 @@ const KUBECTL: &str = "kubectl-1.35";
 /// One request the webhook got: path, query and body.
 type Recorded = (String, String, Value);
 
+/// How the webhook misbehaves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Misbehave {
+    /// Converts correctly.
+    No,
+    /// Answers with another uid.
+    WrongUid,
+    /// Renames the objects it converts.
+    Rename,
+}
+
 /// A TLS conversion webhook: v1 `spec.foo` ↔ v2 `spec.bar`, answering in the review version
 /// it was asked in. Stopping it closes the listener and every connection.
 struct ConversionWebhook {
     port: u16,
     requests: Arc<Mutex<Vec<Recorded>>>,
     tasks: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+    misbehave: Arc<Mutex<Misbehave>>,
 }
 
 /// The webhook's conversion of one review.
-fn convert_review(review: &Value) -> Value {
+fn convert_review(review: &Value, misbehave: Misbehave) -> Value {
     let desired = review["request"]["desiredAPIVersion"]
         .as_str()
         .unwrap_or_default()
@@ -63,14 +75,21 @@ fn convert_review(review: &Value) -> Value {
                 }
             }
             obj["apiVersion"] = json!(desired);
+            if misbehave == Misbehave::Rename {
+                obj["metadata"]["name"] = json!("renamed");
+            }
             obj
         })
         .collect();
+    let uid = match misbehave {
+        Misbehave::WrongUid => json!("not-the-request-uid"),
+        _ => review["request"]["uid"].clone(),
+    };
     json!({
         "apiVersion": review["apiVersion"],
         "kind": "ConversionReview",
         "response": {
-            "uid": review["request"]["uid"],
+            "uid": uid,
             "convertedObjects": converted,
             "result": {"status": "Success"},
         },
@@ -100,8 +119,10 @@ impl ConversionWebhook {
         let port = listener.local_addr().unwrap().port();
         let requests: Arc<Mutex<Vec<Recorded>>> = Arc::default();
         let tasks: Arc<Mutex<Vec<tokio::task::JoinHandle<()>>>> = Arc::default();
+        let misbehave = Arc::new(Mutex::new(Misbehave::No));
         let recorded = requests.clone();
         let connections = tasks.clone();
+        let mode = misbehave.clone();
         let accept = tokio::spawn(async move {
             loop {
                 let Ok((tcp, _)) = listener.accept().await else {
@@ -109,6 +130,7 @@ impl ConversionWebhook {
                 };
                 let acceptor = acceptor.clone();
                 let recorded = recorded.clone();
+                let mode = mode.clone();
                 let conn = tokio::spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
@@ -116,13 +138,14 @@ impl ConversionWebhook {
                     let service = hyper::service::service_fn(
                         move |req: http::Request<hyper::body::Incoming>| {
                             let recorded = recorded.clone();
+                            let misbehave = *mode.lock().unwrap();
                             async move {
                                 let path = req.uri().path().to_string();
                                 let query = req.uri().query().unwrap_or_default().to_string();
                                 let body = req.into_body().collect().await?.to_bytes();
                                 let review: Value =
                                     serde_json::from_slice(&body).unwrap_or(Value::Null);
-                                let answer = convert_review(&review);
+                                let answer = convert_review(&review, misbehave);
                                 recorded.lock().unwrap().push((path, query, review));
                                 Ok::<_, hyper::Error>(
                                     http::Response::builder()
@@ -145,7 +168,13 @@ impl ConversionWebhook {
             port,
             requests,
             tasks,
+            misbehave,
         }
+    }
+
+    /// Makes the webhook misbehave (or behave again).
+    fn set(&self, misbehave: Misbehave) {
+        *self.misbehave.lock().unwrap() = misbehave;
     }
 
     /// The reviews received so far.
@@ -480,6 +509,18 @@ async fn webhook_converts_every_read_write_list_and_watch_of_the_unstored_versio
         "no success count in /metrics"
     );
 
+    // A v1 review answered with another uid is refused.
+    webhook.set(Misbehave::WrongUid);
+    let out = k.run(&["get", "gadgets.v2.conv.example.com", "one"]).await;
+    assert_ne!(out.code, Some(0));
+    assert!(
+        out.stderr.starts_with(
+            "Error from server: conversion webhook for conv.example.com/v1, Kind=Gadget failed: expected response.uid="
+        ) && out.stderr.trim_end().ends_with(r#"got "not-the-request-uid""#),
+        "{out:?}"
+    );
+    webhook.set(Misbehave::No);
+
     // The webhook goes down: the stored version still reads; v2 fails as upstream does.
     webhook.stop();
     let expected = format!(
@@ -542,6 +583,24 @@ async fn webhook_behind_a_service_speaks_v1beta1_when_only_that_is_listed() {
     assert_eq!(one["spec"], json!({"foo": "alpha"}));
     let v2 = k.json(&["get", "gadgets.v2.conv.example.com"]).await;
     assert_eq!(v2["items"][0]["spec"], json!({"bar": "alpha"}));
+    // v1beta1 answers are not checked for the uid, as upstream.
+    webhook.set(Misbehave::WrongUid);
+    let one = k.json(&["get", "gadgets.v2.conv.example.com", "one"]).await;
+    assert_eq!(one["spec"], json!({"bar": "alpha"}));
+    // A webhook renaming what it converts is refused, in lists as for one object.
+    webhook.set(Misbehave::Rename);
+    let out = k.run(&["get", "gadgets.v2.conv.example.com", "one"]).await;
+    assert_eq!(
+        out.stderr.trim(),
+        "Error from server: conversion webhook for conv.example.com/v1, Kind=Gadget returned invalid object: must have the same name: one != renamed",
+        "{out:?}"
+    );
+    let out = k.run(&["get", "gadgets.v2.conv.example.com"]).await;
+    assert!(
+        out.stderr
+            .contains("returned invalid object: must have the same name: one != renamed"),
+        "{out:?}"
+    );
     let reviews = webhook.reviews();
     assert!(!reviews.is_empty());
     assert!(

@@ -601,6 +601,39 @@ async fn webhook_behind_a_service_speaks_v1beta1_when_only_that_is_listed() {
             .contains("returned invalid object: must have the same name: one != renamed"),
         "{out:?}"
     );
+    webhook.set(Misbehave::No);
+
+    // 150 more gadgets stored in v1: a v2 list converts them in reviews of at most 100.
+    let client = server.admin_client();
+    for i in 0..150 {
+        let body = json!({"apiVersion": "conv.example.com/v1", "kind": "Gadget",
+            "metadata": {"name": format!("g{i:03}")}, "spec": {"foo": format!("v{i}")}});
+        let mut create = client.request(
+            http::Method::POST,
+            "/apis/conv.example.com/v1/namespaces/default/gadgets",
+            &body.to_string(),
+        );
+        create
+            .headers_mut()
+            .insert("content-type", "application/json".parse().unwrap());
+        let reply = client.send(Proto::H1, create).await.unwrap();
+        assert_eq!(reply.status, 201, "{}", reply.body);
+    }
+    let before = webhook.reviews().len();
+    let v2 = k.json(&["get", "gadgets.v2.conv.example.com"]).await;
+    let items = v2["items"].as_array().unwrap();
+    assert_eq!(items.len(), 151);
+    assert!(
+        items
+            .iter()
+            .all(|i| i["apiVersion"] == "conv.example.com/v2" && i["spec"]["bar"].is_string())
+    );
+    let sizes: Vec<usize> = webhook.reviews()[before..]
+        .iter()
+        .map(|(_, _, r)| r["request"]["objects"].as_array().map_or(0, Vec::len))
+        .collect();
+    assert_eq!(sizes, vec![100, 51]);
+
     let reviews = webhook.reviews();
     assert!(!reviews.is_empty());
     assert!(

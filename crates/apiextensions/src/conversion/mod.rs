@@ -25,6 +25,10 @@ pub use self::storage::ConvertingStorage;
 pub use self::webhook::WebhookConverter;
 use crate::seams::{CustomResourceSchema, ServiceResolver};
 
+/// The most objects one ConversionReview carries: a long list goes to the webhook in several
+/// reviews, keeping each answer well below the client's response limit.
+pub const MAX_OBJECTS_PER_REVIEW: usize = 100;
+
 /// Why a conversion failed; the text is upstream's.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -188,25 +192,27 @@ impl CrConverter {
                 }
             }
             Strategy::Webhook(webhook) => {
-                let originals: Vec<Value> = pending.iter().map(|&i| objects[i].clone()).collect();
-                let from = str_at(&originals[0], "/apiVersion");
-                let label = gvk_string(from, str_at(&originals[0], "/kind"));
-                let from_version = split_api_version(from).1.to_string();
-                let started = std::time::Instant::now();
-                let result = webhook
-                    .convert(&originals, &desired, &label, objects.len() > 1)
-                    .await;
-                if from_version != version {
-                    metrics::observe_crd(
-                        webhook.crd_name(),
-                        &from_version,
-                        version,
-                        result.is_ok(),
-                        started.elapsed(),
-                    );
-                }
-                for (&i, converted) in pending.iter().zip(result?) {
-                    objects[i] = converted;
+                for chunk in pending.chunks(MAX_OBJECTS_PER_REVIEW) {
+                    let originals: Vec<Value> = chunk.iter().map(|&i| objects[i].clone()).collect();
+                    let from = str_at(&originals[0], "/apiVersion");
+                    let label = gvk_string(from, str_at(&originals[0], "/kind"));
+                    let from_version = split_api_version(from).1.to_string();
+                    let started = std::time::Instant::now();
+                    let result = webhook
+                        .convert(&originals, &desired, &label, objects.len() > 1)
+                        .await;
+                    if from_version != version {
+                        metrics::observe_crd(
+                            webhook.crd_name(),
+                            &from_version,
+                            version,
+                            result.is_ok(),
+                            started.elapsed(),
+                        );
+                    }
+                    for (&i, converted) in chunk.iter().zip(result?) {
+                        objects[i] = converted;
+                    }
                 }
             }
         }

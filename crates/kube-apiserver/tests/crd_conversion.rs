@@ -200,6 +200,11 @@ impl Drop for ConversionWebhook {
 /// printing its field, converted by the webhook of `client_config` (YAML lines indented for
 /// `clientConfig`) speaking `review_versions`.
 fn crd(client_config: &str, review_versions: &str) -> String {
+    crd_stored_in("v1", client_config, review_versions)
+}
+
+/// [`crd`] with `storage_version` as the storage version.
+fn crd_stored_in(storage_version: &str, client_config: &str, review_versions: &str) -> String {
     let version = |name: &str, storage: bool, field: &str| {
         format!(
             r#"  - name: {name}
@@ -240,8 +245,8 @@ spec:
       conversionReviewVersions: {review_versions}
       clientConfig:
 {client_config}"#,
-        version("v1", true, "foo"),
-        version("v2", false, "bar"),
+        version("v1", storage_version == "v1", "foo"),
+        version("v2", storage_version == "v2", "bar"),
     )
 }
 
@@ -642,5 +647,92 @@ async fn webhook_behind_a_service_speaks_v1beta1_when_only_that_is_listed() {
             .all(|(path, _, review)| path == "/v1beta1/convert"
                 && review["apiVersion"] == "apiextensions.k8s.io/v1beta1"),
         "{reviews:?}"
+    );
+}
+
+/// The `storageVersionHash` discovery gives gadgets.
+async fn storage_version_hash(server: &ApiServer) -> Option<String> {
+    let reply = server
+        .admin_client()
+        .get(Proto::H1, "/apis/conv.example.com/v1")
+        .await
+        .ok()?;
+    let list: Value = serde_json::from_str(&reply.body).ok()?;
+    list["resources"]
+        .as_array()?
+        .iter()
+        .find(|r| r["name"] == "gadgets")?["storageVersionHash"]
+        .as_str()
+        .map(str::to_string)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_storage_version_stores_new_writes_and_converts_old_objects() {
+    let ca = Ca::new("conversion-ca");
+    let webhook = ConversionWebhook::start(&ca, &["127.0.0.1"]).await;
+    let server = ApiServer::start(&[]).await;
+    let k = Kubectl::new(&server);
+    let ca_bundle = base64::engine::general_purpose::STANDARD.encode(&ca.pem.cert);
+    let client_config = format!(
+        "        url: https://127.0.0.1:{}/convert\n        caBundle: {ca_bundle}\n",
+        webhook.port
+    );
+    k.apply("crd.yaml", &crd(&client_config, "[\"v1\"]")).await;
+    wait_served(&server).await;
+    k.apply("old.yaml", &gadget("old", "v1", "before")).await;
+    let v1_hash = eventually("discovery lists gadgets", || storage_version_hash(&server)).await;
+
+    // v2 becomes the storage version: the CRD records both stored versions and the served
+    // versions are rebuilt on the new one.
+    k.apply("crd.yaml", &crd_stored_in("v2", &client_config, "[\"v1\"]"))
+        .await;
+    let crd = eventually("v2 is recorded as a stored version", || async {
+        let crd = k.json(&["get", "crd", "gadgets.conv.example.com"]).await;
+        (crd["status"]["storedVersions"] == json!(["v1", "v2"])).then_some(crd)
+    })
+    .await;
+    assert_eq!(crd["spec"]["versions"][1]["storage"], true);
+    eventually(
+        "the served versions use the new storage version",
+        || async {
+            let hash = storage_version_hash(&server).await?;
+            (hash != v1_hash).then_some(())
+        },
+    )
+    .await;
+
+    // A v1 write is converted to v2 for storage; the old v1 object converts when read in v2.
+    // (The discovery hash of v1 changes a moment before v1's new route is in place: a write
+    // in that moment is still stored as v1, so a fresh object is written until one is not.)
+    let attempt = std::sync::atomic::AtomicUsize::new(0);
+    let new = eventually("a v1 write is stored as v2", || async {
+        let name = format!(
+            "new{}",
+            attempt.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        );
+        let before = webhook.reviews().len();
+        k.apply(&format!("{name}.yaml"), &gadget(&name, "v1", "after"))
+            .await;
+        webhook.reviews()[before..]
+            .iter()
+            .any(|(_, _, r)| {
+                r["request"]["desiredAPIVersion"] == "conv.example.com/v2"
+                    && r["request"]["objects"][0]["metadata"]["name"] == name.as_str()
+            })
+            .then_some(name)
+    })
+    .await;
+    let old = k.json(&["get", "gadgets.v2.conv.example.com", "old"]).await;
+    assert_eq!(old["spec"], json!({"bar": "before"}));
+    let new = k.json(&["get", "gadgets.v1.conv.example.com", &new]).await;
+    assert_eq!(new["spec"], json!({"foo": "after"}));
+    let v2 = k.json(&["get", "gadgets.v2.conv.example.com"]).await;
+    let items = v2["items"].as_array().unwrap();
+    assert!(
+        items.iter().any(|i| i["spec"] == json!({"bar": "before"}))
+            && items
+                .iter()
+                .all(|i| i["apiVersion"] == "conv.example.com/v2" && i["spec"]["bar"].is_string()),
+        "{v2}"
     );
 }

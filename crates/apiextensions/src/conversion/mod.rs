@@ -150,8 +150,9 @@ impl CrConverter {
     }
 
     /// Converts `objects` to `version`; the objects not yet in that version go to the
-    /// webhook in one review. Errors name the first of them as upstream names the object it
-    /// converts (`conversion webhook for example.com/v1, Kind=Widget failed: …`).
+    /// webhook together, [`MAX_OBJECTS_PER_REVIEW`] to a review. Errors name the first object
+    /// of the failing review as upstream names the object it converts
+    /// (`conversion webhook for example.com/v1, Kind=Widget failed: …`).
     pub async fn convert(
         &self,
         mut objects: Vec<Value>,

@@ -37,6 +37,21 @@ impl WebhookServiceResolver {
     }
 }
 
+/// `kubernetes.default.svc:443` is this server, listening on `addr` (upstream's loopback
+/// resolver); an unspecified bind address is reached on 127.0.0.1.
+fn loopback(namespace: &str, name: &str, port: u16, addr: SocketAddr) -> Option<(String, u16)> {
+    if (namespace, name, port) != ("default", "kubernetes", 443) {
+        return None;
+    }
+    let ip = addr.ip();
+    let host = if ip.is_unspecified() {
+        "127.0.0.1".to_string()
+    } else {
+        ip.to_string()
+    };
+    Some((host, addr.port()))
+}
+
 impl ServiceResolver for WebhookServiceResolver {
     fn resolve<'a>(
         &'a self,
@@ -45,14 +60,8 @@ impl ServiceResolver for WebhookServiceResolver {
         port: u16,
     ) -> BoxFuture<'a, Result<(String, u16), String>> {
         Box::pin(async move {
-            if namespace == "default" && name == "kubernetes" && port == 443 {
-                let ip = self.loopback.ip();
-                let host = if ip.is_unspecified() {
-                    "127.0.0.1".to_string()
-                } else {
-                    ip.to_string()
-                };
-                return Ok((host, self.loopback.port()));
+            if let Some(own) = loopback(namespace, name, port, self.loopback) {
+                return Ok(own);
             }
             let reference = ServiceReference {
                 namespace: namespace.to_string(),
@@ -64,5 +73,26 @@ impl ServiceResolver for WebhookServiceResolver {
                 .await
                 .map_err(|e| e.to_string())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kubernetes_service_is_this_server() {
+        let any: SocketAddr = "0.0.0.0:6443".parse().unwrap();
+        assert_eq!(
+            loopback("default", "kubernetes", 443, any),
+            Some(("127.0.0.1".to_string(), 6443))
+        );
+        let bound: SocketAddr = "[::1]:7000".parse().unwrap();
+        assert_eq!(
+            loopback("default", "kubernetes", 443, bound),
+            Some(("::1".to_string(), 7000))
+        );
+        assert_eq!(loopback("default", "kubernetes", 8443, any), None);
+        assert_eq!(loopback("other", "kubernetes", 443, any), None);
     }
 }

@@ -164,7 +164,8 @@ pub struct Admission {
     evaluator: Evaluator,
 }
 
-fn labels_of(obj: &Value) -> BTreeMap<String, String> {
+/// A namespace's labels (non-string values skipped).
+pub(crate) fn labels_of(obj: &Value) -> BTreeMap<String, String> {
     obj.pointer("/metadata/labels")
         .and_then(Value::as_object)
         .map(|m| {

@@ -92,14 +92,6 @@ impl Version {
             .map(Version::V1)
             .map_err(|_| ERR.to_string())
     }
-
-    /// The next minor version (`latest` stays `latest`).
-    pub fn next(self) -> Version {
-        match self {
-            Version::V1(minor) => Version::V1(minor + 1),
-            Version::Latest => Version::Latest,
-        }
-    }
 }
 
 impl fmt::Display for Version {

@@ -81,6 +81,23 @@ fn build() -> Result<Counters, prometheus::Error> {
             &["fatal", "request_operation", "resource", "subresource"],
         )?,
     };
+    // Upstream creates these series up front, so they are listed at 0 from the start.
+    for operation in ["create", "update"] {
+        counters.evaluations.with_label_values(&[
+            "allow",
+            "privileged",
+            "latest",
+            "enforce",
+            operation,
+            "pod",
+            "",
+        ]);
+        for resource in ["pod", "controller"] {
+            counters
+                .exemptions
+                .with_label_values(&[operation, resource, ""]);
+        }
+    }
     if let Some(global) = apiserver::metrics::global() {
         let registry = global.registry();
         registry.register(Box::new(counters.evaluations.clone()))?;

@@ -232,6 +232,7 @@ impl Evaluator {
     }
 
     /// The newest policy version with its own checks.
+    #[cfg(test)]
     pub fn max_version(&self) -> Version {
         Version::V1(self.max_version)
     }

@@ -149,7 +149,8 @@ async fn restricted_namespace_rejects_a_privileged_pod_with_upstreams_message() 
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn baseline_namespace_allows_root_pods_and_rejects_host_ports() {
+async fn baseline_namespace_allows_root_pods_and_rejects_host_ports_and_privileged_debug_containers()
+ {
     let c = Cluster::start(&[]).await;
     c.namespace(
         "base",
@@ -174,6 +175,50 @@ async fn baseline_namespace_allows_root_pods_and_rejects_host_ports() {
         out.stderr.contains(r#"pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged (container "app" must not set securityContext.privileged=true)"#),
         "{out:?}"
     );
+
+    // Ephemeral containers (pods/ephemeralcontainers) are checked too: kubectl debug's
+    // sysadmin profile runs privileged, its baseline profile does not.
+    let out = c
+        .kubectl(&[
+            "debug",
+            "root",
+            "-n",
+            "base",
+            "--image=busybox",
+            "-c",
+            "dbg",
+            "--profile=sysadmin",
+        ])
+        .await;
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains(r#"pods "root" is forbidden: violates PodSecurity "baseline:latest": privileged (container "dbg" must not set securityContext.privileged=true)"#),
+        "{out:?}"
+    );
+    c.ok(&[
+        "debug",
+        "root",
+        "-n",
+        "base",
+        "--image=busybox",
+        "-c",
+        "dbg2",
+        "--profile=baseline",
+    ])
+    .await;
+    let names = c
+        .ok(&[
+            "get",
+            "pod",
+            "root",
+            "-n",
+            "base",
+            "-o",
+            "jsonpath={.spec.ephemeralContainers[*].name}",
+        ])
+        .await
+        .stdout;
+    assert_eq!(names, "dbg2");
 }
 
 #[tokio::test(flavor = "multi_thread")]

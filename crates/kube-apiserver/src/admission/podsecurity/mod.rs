@@ -25,6 +25,7 @@ pub mod api;
 pub mod checks;
 pub mod config;
 pub mod metrics;
+mod namespace_scan;
 pub mod pod;
 
 use admission::{Admission, Cluster, Denial, Operation, Request};

@@ -530,3 +530,41 @@ async fn bad_pod_security_configuration_is_a_one_line_start_up_error() {
         "{stderr}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kubectl_1_20_sees_the_same_refusal_and_warning() {
+    let c = Cluster::start(&[]).await;
+    c.namespace(
+        "mixed",
+        &[
+            ("pod-security.kubernetes.io/enforce", "baseline"),
+            ("pod-security.kubernetes.io/warn", "restricted"),
+        ],
+    )
+    .await;
+    let kubeconfig = c.server.kubeconfig().display().to_string();
+    let old = |args: Vec<String>| {
+        let kubeconfig = kubeconfig.clone();
+        let home = c.home.path().to_path_buf();
+        async move {
+            let mut all = vec!["--kubeconfig".to_string(), kubeconfig];
+            all.extend(args);
+            let all: Vec<&str> = all.iter().map(String::as_str).collect();
+            run_tool("kubectl-1.20", &home, &all).await
+        }
+    };
+    let priv_path = c.manifest("priv", &privileged_pod("mixed", "priv"));
+    let out = old(vec!["create".into(), "-f".into(), priv_path]).await;
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr.contains(r#"pods "priv" is forbidden: violates PodSecurity "baseline:latest": privileged (container "app" must not set securityContext.privileged=true)"#),
+        "{out:?}"
+    );
+    let root_path = c.manifest("root", &root_pod("mixed", "root", false));
+    let out = old(vec!["create".into(), "-f".into(), root_path]).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stderr.starts_with(r#"Warning: would violate PodSecurity "restricted:latest": allowPrivilegeEscalation != false"#),
+        "{out:?}"
+    );
+}

@@ -10,11 +10,10 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::api::{
-    AUDIT_LEVEL_LABEL, AUDIT_VERSION_LABEL, ENFORCE_LEVEL_LABEL, ENFORCE_VERSION_LABEL,
-    ENFORCED_POLICY_ANNOTATION, EXEMPTION_REASON_ANNOTATION, Level, WARN_LEVEL_LABEL,
-    WARN_VERSION_LABEL,
+    AUDIT_LEVEL_LABEL, AUDIT_VERSION_LABEL, AUDIT_VIOLATIONS_ANNOTATION, ENFORCE_LEVEL_LABEL,
+    ENFORCE_VERSION_LABEL, ENFORCED_POLICY_ANNOTATION, EXEMPTION_REASON_ANNOTATION, Level,
+    LevelVersion, Policy, WARN_LEVEL_LABEL, WARN_VERSION_LABEL, policy_to_evaluate,
 };
-use super::api::{AUDIT_VIOLATIONS_ANNOTATION, LevelVersion, Policy, policy_to_evaluate};
 use super::checks::{AggregateResult, Evaluator};
 use super::config::PodSecurityConfig;
 use super::metrics::{self, Mode, RequestLabels};
@@ -203,7 +202,8 @@ impl Admission {
         }
     }
 
-    fn labels(req: &Request<'_>, resource: &'static str) -> RequestLabels<'static> {
+    /// The metrics' labels of a request on `resource` (`pod`, `controller`).
+    fn metric_labels(req: &Request<'_>, resource: &'static str) -> RequestLabels<'static> {
         RequestLabels {
             operation: req.operation.label(),
             resource,
@@ -287,7 +287,7 @@ impl Admission {
         }
         let labels = RequestLabels {
             subresource: req.subresource,
-            ..Self::labels(req, "pod")
+            ..Self::metric_labels(req, "pod")
         };
         if let Some(r) = self.exemption(req, labels) {
             return r;
@@ -363,7 +363,7 @@ impl Admission {
         if !req.subresource.is_empty() {
             return Response::allowed();
         }
-        let labels = Self::labels(req, "controller");
+        let labels = Self::metric_labels(req, "controller");
         if let Some(r) = self.exemption(req, labels) {
             return r;
         }

@@ -361,6 +361,100 @@ async fn discovery_keys_verify_a_kubectl_token_with_an_independent_jwt_library()
     server.stop().await;
 }
 
+/// A P-521 key (SEC 1 and PKCS#8, made with `openssl ecparam -name secp521r1`) and its
+/// public half, from the unit tests' data.
+fn p521_key_file(name: &str) -> String {
+    format!(
+        "{}/src/serviceaccount/testdata/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_p521_signing_key_issues_es512_tokens_the_api_and_an_independent_library_verify() {
+    let signing = format!(
+        "--service-account-signing-key-file={}",
+        p521_key_file("p521.pkcs8.pem")
+    );
+    let public = format!(
+        "--service-account-key-file={}",
+        p521_key_file("p521.pub.pem")
+    );
+    let mut server = ApiServer::start(&[&signing, &public]).await;
+    admin(&server, &["create", "serviceaccount", "robot"]).await;
+    let token = create_token(&server, &["robot", "--audience=vault"]).await;
+    let header: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["alg"], "ES512", "{header}");
+
+    // The API verifies it: a TokenReview for its audience, and a request made with a token
+    // for the API's own audience.
+    let review = format!(
+        "apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec:\n  token: {token}\n  audiences: [vault]\n"
+    );
+    let out = admin_apply(&server, &review, &["create", "-o", "json"]).await;
+    let got: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(got["status"]["authenticated"], true, "{got}");
+    assert_eq!(
+        got["status"]["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+    let api_token = create_token(&server, &["robot"]).await;
+    let user = whoami(&server, &api_token).await;
+    assert_eq!(user["username"], "system:serviceaccount:default:robot");
+
+    // The discovery documents name ES512 and publish the key with crv P-521.
+    let client = server.admin_client();
+    let config = client
+        .get(Proto::H1, "/.well-known/openid-configuration")
+        .await
+        .unwrap();
+    let config: Value = serde_json::from_str(&config.body).unwrap();
+    assert_eq!(
+        config["id_token_signing_alg_values_supported"],
+        json!(["ES512"])
+    );
+    let keys = client.get(Proto::H1, "/openid/v1/jwks").await.unwrap();
+    assert_eq!(keys.status, 200);
+    let jwks: Value = serde_json::from_str(&keys.body).unwrap();
+    assert_eq!(jwks["keys"].as_array().unwrap().len(), 1, "{jwks}");
+    assert_eq!(jwks["keys"][0]["crv"], "P-521");
+    assert_eq!(jwks["keys"][0]["alg"], "ES512");
+    assert_eq!(jwks["keys"][0]["kid"], header["kid"]);
+
+    // jwtk (OpenSSL's ECDSA) verifies the token against the published key set.
+    let set: jwtk::jwk::JwkSet = serde_json::from_str(&keys.body).unwrap();
+    let verified = set
+        .verifier()
+        .verify::<serde_json::Map<String, Value>>(&token)
+        .unwrap();
+    assert_eq!(
+        verified.claims().sub.as_deref(),
+        Some("system:serviceaccount:default:robot")
+    );
+    assert_eq!(
+        verified.claims().iss.as_deref(),
+        Some("https://kubernetes.default.svc.cluster.local")
+    );
+    // A token whose payload was changed does not verify.
+    let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
+    let mut claims = claims_of(&token);
+    claims["sub"] = json!("system:serviceaccount:kube-system:admin");
+    parts[1] = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims.to_string());
+    let forged = parts.join(".");
+    assert!(
+        set.verifier()
+            .verify::<serde_json::Map<String, Value>>(&forged)
+            .is_err()
+    );
+    assert_eq!(get_with_token(&server, &forged).await.0, 401);
+    server.stop().await;
+}
+
 /// Signs `claims` with the server's generated signing key (as a controller holding the key
 /// would), with the key ID the server publishes.
 fn sign_with_server_key(server: &ApiServer, claims: &Value) -> String {

@@ -515,7 +515,12 @@ fn now() -> u64 {
 
 impl Issuer {
     async fn start(ca: &Ca, first: &SigningKey) -> Issuer {
-        let keys = Arc::new(Mutex::new(vec![first.jwk()]));
+        Issuer::start_with_key(ca, first.jwk()).await
+    }
+
+    /// An issuer publishing `jwk` (of any type).
+    async fn start_with_key(ca: &Ca, jwk: Value) -> Issuer {
+        let keys = Arc::new(Mutex::new(vec![jwk]));
         let url_cell: Arc<Mutex<String>> = Arc::default();
         let (k, u) = (keys.clone(), url_cell.clone());
         let server = JsonServer::start(
@@ -542,6 +547,11 @@ impl Issuer {
     }
 
     fn token(&self, key: &SigningKey, extra: Value) -> String {
+        key.sign(&self.claims(extra))
+    }
+
+    /// Upstream-shaped claims of this issuer for `alice`, with `extra` added or replaced.
+    fn claims(&self, extra: Value) -> Value {
         let mut claims = json!({
             "iss": self.url(), "aud": "k8s", "sub": "alice",
             "iat": now(), "exp": now() + 600,
@@ -549,7 +559,7 @@ impl Issuer {
         for (k, v) in extra.as_object().unwrap() {
             claims[k] = v.clone();
         }
-        key.sign(&claims)
+        claims
     }
 }
 
@@ -669,6 +679,94 @@ async fn oidc_flags_map_prefixed_users_and_pick_up_key_rotation() {
     let retired_token = issuer.token(&first, json!({"sub": "carol", "tenant": "acme"}));
     let retired = kubectl_as(&server, tmp.path(), &retired_token, &["get", "namespaces"]).await;
     assert_eq!(retired.code, Some(1), "{retired:?}");
+}
+
+/// A P-521 key made and used by OpenSSL (through jwtk), so the server's ES512 verification
+/// is checked against another implementation's signatures.
+struct Es512Key {
+    kid: String,
+    key: jwtk::ecdsa::EcdsaPrivateKey,
+}
+
+impl Es512Key {
+    fn new(kid: &str) -> Self {
+        Es512Key {
+            kid: kid.into(),
+            key: jwtk::ecdsa::EcdsaPrivateKey::generate(jwtk::ecdsa::EcdsaAlgorithm::ES512)
+                .unwrap(),
+        }
+    }
+
+    fn jwk(&self) -> Value {
+        use jwtk::PublicKeyToJwk;
+        let mut jwk = serde_json::to_value(self.key.public_key_to_jwk().unwrap()).unwrap();
+        jwk["kid"] = json!(self.kid);
+        jwk["alg"] = json!("ES512");
+        jwk
+    }
+
+    fn sign(&self, claims: &Value) -> String {
+        use jwtk::SigningKey as _;
+        let header = URL_SAFE_NO_PAD
+            .encode(json!({"alg": "ES512", "typ": "JWT", "kid": self.kid}).to_string());
+        let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+        let input = format!("{header}.{payload}");
+        let sig = self.key.sign(input.as_bytes()).unwrap();
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(&sig))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oidc_accepts_es512_tokens_of_a_p521_issuer_key() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ca = Ca::new("oidc-ca");
+    let key = Es512Key::new("p521");
+    let jwk = key.jwk();
+    assert_eq!(jwk["crv"], "P-521", "{jwk}");
+    let issuer = Issuer::start_with_key(&ca, jwk).await;
+    let ca_file = tmp.path().join("oidc-ca.crt");
+    std::fs::write(&ca_file, &ca.pem.cert).unwrap();
+    let server = ApiServer::start(&[
+        &format!("--oidc-issuer-url={}", issuer.url()),
+        "--oidc-client-id=k8s",
+        &format!("--oidc-ca-file={}", ca_file.display()),
+        "--oidc-signing-algs=ES512",
+        "--oidc-username-prefix=oidc:",
+        // SelfSubjectReview is open to every authenticated user (system:basic-user).
+        "--authorization-mode=RBAC",
+    ])
+    .await;
+
+    let token = key.sign(&issuer.claims(json!({})));
+    // Discovery runs in the background after start, as upstream's does.
+    let stdout = eventually("the ES512 token accepted", || async {
+        let out = kubectl_as(
+            &server,
+            tmp.path(),
+            &token,
+            &["auth", "whoami", "-o", "json"],
+        )
+        .await;
+        (out.code == Some(0)).then_some(out.stdout)
+    })
+    .await;
+    let review: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        review["status"]["userInfo"]["username"], "oidc:alice",
+        "{review}"
+    );
+
+    // Another P-521 key with the same key id, and a changed payload, are refused.
+    let stranger = Es512Key::new("p521");
+    let forged = stranger.sign(&issuer.claims(json!({"sub": "mallory"})));
+    let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
+    parts[1] = URL_SAFE_NO_PAD.encode(issuer.claims(json!({"sub": "root"})).to_string());
+    let tampered = parts.join(".");
+    for (what, bad) in [("forged", forged), ("tampered", tampered)] {
+        let out = kubectl_as(&server, tmp.path(), &bad, &["auth", "whoami"]).await;
+        assert_eq!(out.code, Some(1), "{what}: {out:?}");
+        assert!(out.stderr.contains(UNAUTHORIZED), "{what}: {out:?}");
+    }
 }
 
 fn authn_config(issuer: &Issuer, ca: &Ca, username_expression: &str) -> String {

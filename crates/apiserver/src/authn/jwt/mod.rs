@@ -5,6 +5,7 @@
 //! validation rules and before the user validation rules. Tokens of other issuers get no
 //! opinion, so the next authenticator can try them.
 
+pub mod es512;
 pub mod issuer;
 pub mod keys;
 

@@ -387,6 +387,8 @@ impl ApiserverMetrics {
         crate::storage::value::metrics::register(&registry)?;
         crate::filters::authn_metrics::register(&registry)?;
         crate::server::encryptionconfig::metrics::register(&registry)?;
+        crate::server::authconfig_metrics::register(&registry)?;
+        crate::authn::jwt::metrics::register(&registry)?;
         sli_registry.register(Box::new(healthcheck.clone()))?;
         sli_registry.register(Box::new(healthchecks_total.clone()))?;
         Ok(ApiserverMetrics {

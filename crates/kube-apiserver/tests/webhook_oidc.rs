@@ -156,6 +156,43 @@ async fn kubectl_as(server: &ApiServer, home: &Path, token: &str, args: &[&str])
 
 const UNAUTHORIZED: &str = "error: You must be logged in to the server (Unauthorized)";
 
+/// The server's `/metrics` text.
+async fn metrics_text(server: &ApiServer) -> String {
+    let reply = server
+        .admin_client()
+        .get(common::client::Proto::H1, "/metrics")
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200);
+    reply.body
+}
+
+/// The value of the series of `name` carrying all `labels` (in any order), if any.
+fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?;
+        let (label_set, value) = match rest.strip_prefix('{') {
+            Some(inner) => inner.split_once("} ")?,
+            None => ("", rest.strip_prefix(' ')?),
+        };
+        labels
+            .iter()
+            .all(|(k, v)| {
+                label_set
+                    .split(',')
+                    .any(|pair| pair == format!("{k}=\"{v}\""))
+            })
+            .then(|| value.trim().parse().ok())
+            .flatten()
+    })
+}
+
+/// `sha256:<hex>`, as upstream's metrics label hashed identities, issuers and files.
+fn sha256_label(data: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{:x}", sha2::Sha256::digest(data))
+}
+
 /// A TokenReview webhook: `good-token` is `webhook-user` in `webhook-group`; `error-token`
 /// gets `status.error`; anything else is not authenticated.
 fn token_review_handler() -> Handler {
@@ -679,6 +716,44 @@ async fn oidc_flags_map_prefixed_users_and_pick_up_key_rotation() {
     let retired_token = issuer.token(&first, json!({"sub": "carol", "tenant": "acme"}));
     let retired = kubectl_as(&server, tmp.path(), &retired_token, &["get", "namespaces"]).await;
     assert_eq!(retired.code, Some(1), "{retired:?}");
+
+    // Metrics: the webhook of --authorization-mode is named "webhook"; the JWT authenticator's
+    // latency by result and hashed issuer, and its key set fetches.
+    let text = metrics_text(&server).await;
+    let allowed = metric(
+        &text,
+        "apiserver_authorization_decisions_total",
+        &[
+            ("type", "Webhook"),
+            ("name", "webhook"),
+            ("decision", "allowed"),
+        ],
+    );
+    assert!(allowed.is_some_and(|v| v >= 2.0), "{allowed:?}");
+    let issuer_hash = sha256_label(issuer.url().as_bytes());
+    for result in ["success", "failure"] {
+        let count = metric(
+            &text,
+            "apiserver_authentication_jwt_authenticator_latency_seconds_count",
+            &[("result", result), ("jwt_issuer_hash", &issuer_hash)],
+        );
+        assert!(count.is_some_and(|v| v >= 1.0), "{result}: {count:?}");
+    }
+    let fetched = metric(
+        &text,
+        "apiserver_authentication_jwt_authenticator_jwks_fetch_last_timestamp_seconds",
+        &[("result", "success"), ("jwt_issuer_hash", &issuer_hash)],
+    );
+    assert!(fetched.is_some_and(|t| t > 1.0e9), "{fetched:?}");
+    let key_sets = text
+        .lines()
+        .filter(|l| {
+            l.starts_with(
+                "apiserver_authentication_jwt_authenticator_jwks_fetch_last_key_set_info{",
+            ) && l.contains(&issuer_hash)
+        })
+        .count();
+    assert_eq!(key_sets, 1, "{text}");
 }
 
 /// A P-521 key made and used by OpenSSL (through jwtk), so the server's ES512 verification
@@ -767,6 +842,14 @@ async fn oidc_accepts_es512_tokens_of_a_p521_issuer_key() {
         assert_eq!(out.code, Some(1), "{what}: {out:?}");
         assert!(out.stderr.contains(UNAUTHORIZED), "{what}: {out:?}");
     }
+    // RBAC of --authorization-mode allowed the review, counted under the name "rbac".
+    let text = metrics_text(&server).await;
+    let allowed = metric(
+        &text,
+        "apiserver_authorization_decisions_total",
+        &[("type", "RBAC"), ("name", "rbac"), ("decision", "allowed")],
+    );
+    assert!(allowed.is_some_and(|v| v >= 1.0), "{text}");
 }
 
 fn authn_config(issuer: &Issuer, ca: &Ca, username_expression: &str) -> String {
@@ -882,7 +965,8 @@ async fn authentication_config_cel_mappings_rules_and_reload() {
     assert!(out.stderr.contains(UNAUTHORIZED), "{out:?}");
 
     // A new mapping is picked up without a restart.
-    std::fs::write(&config, authn_config(&issuer, &ca, "'v2:' + claims.sub")).unwrap();
+    let v2 = authn_config(&issuer, &ca, "'v2:' + claims.sub");
+    std::fs::write(&config, &v2).unwrap();
     // A token the server has not seen (it caches successes for 10 s, as upstream does).
     let gold = issuer.token(
         &key,
@@ -919,6 +1003,56 @@ async fn authentication_config_cel_mappings_rules_and_reload() {
     )
     .await;
     assert_eq!(out.code, Some(0), "{out:?}");
+
+    // The anonymous section is not reloaded: a file changing it is refused, as upstream
+    // refuses it, and anonymous requests keep the start-up settings.
+    let wider = v2.replace(
+        "  - path: /livez\n",
+        "  - path: /livez\n  - path: /readyz\n",
+    );
+    assert_ne!(wider, v2);
+    std::fs::write(&config, &wider).unwrap();
+    server
+        .stderr
+        .wait_for("anonymous: Forbidden: changed from initial configuration file")
+        .await;
+    let readyz = anonymous
+        .get(common::client::Proto::H1, "/readyz")
+        .await
+        .unwrap();
+    assert_eq!(readyz.status, 401, "{readyz:?}");
+
+    // Reloads are counted by status; the configuration in force is still v2.
+    let text = metrics_text(&server).await;
+    let id = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("apiserver_authentication_config_controller_last_config_info{")
+        })
+        .expect("last_config_info");
+    assert!(
+        id.contains(&format!("hash=\"{}\"", sha256_label(v2.as_bytes()))),
+        "{id}"
+    );
+    let success = metric(
+        &text,
+        "apiserver_authentication_config_controller_automatic_reloads_total",
+        &[("status", "success")],
+    );
+    // (At least: a write the watcher reads half-done counts as one more reload.)
+    assert!(success.is_some_and(|v| v >= 1.0), "{text}");
+    let failure = metric(
+        &text,
+        "apiserver_authentication_config_controller_automatic_reloads_total",
+        &[("status", "failure")],
+    );
+    assert!(failure.is_some_and(|v| v >= 2.0), "{text}");
+    let when = metric(
+        &text,
+        "apiserver_authentication_config_controller_automatic_reload_last_timestamp_seconds",
+        &[("status", "failure")],
+    );
+    assert!(when.is_some_and(|t| t > 1.0e9), "{when:?}");
 }
 
 fn authz_config(webhook: &Path, dead: &Path, last: &str) -> String {
@@ -1040,8 +1174,23 @@ async fn authorization_config_match_conditions_failure_policy_and_reload() {
         "{broken:?}"
     );
 
+    // Decisions are counted per configured authorizer, by its type and name; AlwaysDeny
+    // has no opinion, which is not counted.
+    let text = metrics_text(&server).await;
+    let decisions = |text: &str, type_: &str, name: &str, decision: &str| {
+        metric(
+            text,
+            "apiserver_authorization_decisions_total",
+            &[("type", type_), ("name", name), ("decision", decision)],
+        )
+    };
+    assert!(decisions(&text, "Webhook", "hooked", "allowed").is_some_and(|v| v >= 1.0));
+    assert!(decisions(&text, "Webhook", "broken", "denied").is_some_and(|v| v >= 1.0));
+    assert!(!text.contains("name=\"last\""), "{text}");
+
     // The chain is reloaded when the file changes.
-    std::fs::write(&config, authz_config(&webhook, &dead, "AlwaysAllow")).unwrap();
+    let allow_last = authz_config(&webhook, &dead, "AlwaysAllow");
+    std::fs::write(&config, &allow_last).unwrap();
     eventually("the reloaded chain allows", || async {
         let out = kubectl_as(
             &server,
@@ -1067,6 +1216,26 @@ async fn authorization_config_match_conditions_failure_policy_and_reload() {
     )
     .await;
     assert_eq!(out.code, Some(0), "{out:?}");
+
+    let text = metrics_text(&server).await;
+    assert!(decisions(&text, "AlwaysAllow", "last", "allowed").is_some_and(|v| v >= 2.0));
+    for status in ["success", "failure"] {
+        let count = metric(
+            &text,
+            "apiserver_authorization_config_controller_automatic_reloads_total",
+            &[("status", status)],
+        );
+        assert!(count.is_some_and(|v| v >= 1.0), "{status}: {text}");
+    }
+    let info = text
+        .lines()
+        .find(|l| l.starts_with("apiserver_authorization_config_controller_last_config_info{"))
+        .expect("last_config_info");
+    assert!(
+        info.contains(&format!("hash=\"{}\"", sha256_label(allow_last.as_bytes()))),
+        "{info}"
+    );
+    assert!(info.contains("apiserver_id_hash=\"sha256:"), "{info}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@
 pub mod es512;
 pub mod issuer;
 pub mod keys;
+pub mod metrics;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,8 +47,13 @@ impl std::fmt::Debug for JwtAuthenticator {
 
 impl JwtAuthenticator {
     /// An authenticator for `config` (validated and compiled again here) accepting tokens
-    /// signed with `signing_algs` (empty: upstream's default, RS256 only).
-    pub fn new(config: &Config, signing_algs: &[String]) -> Result<Self, String> {
+    /// signed with `signing_algs` (empty: upstream's default, RS256 only); its key set
+    /// fetches are recorded in the metrics under `apiserver_id`.
+    pub fn new(
+        config: &Config,
+        signing_algs: &[String],
+        apiserver_id: &str,
+    ) -> Result<Self, String> {
         let (compiled, errs) = config.compile_and_validate("jwt", &[]);
         if !errs.is_empty() {
             return Err(errs.to_string());
@@ -67,6 +73,7 @@ impl JwtAuthenticator {
             &config.issuer.url,
             config.issuer.discovery_url.as_deref(),
             config.issuer.certificate_authority.as_bytes().to_vec(),
+            apiserver_id,
         ));
         Ok(JwtAuthenticator {
             config: config.clone(),
@@ -392,6 +399,22 @@ fn go_time(secs: f64) -> String {
     }
 }
 
+impl JwtAuthenticator {
+    /// The user of a token whose `iss` names this authenticator's issuer.
+    async fn authenticate_own_token(&self, token: &str) -> Result<UserInfo, AuthError> {
+        if !self.keys.initialized() {
+            return Err(AuthError::Other(
+                "oidc: authenticator not initialized".into(),
+            ));
+        }
+        let claims = self
+            .verify(token)
+            .await
+            .map_err(|e| AuthError::Other(format!("oidc: verify token: {e}")))?;
+        self.user(&claims).map_err(AuthError::Other)
+    }
+}
+
 #[async_trait::async_trait]
 impl TokenAuthenticator for JwtAuthenticator {
     async fn authenticate_token(
@@ -402,17 +425,10 @@ impl TokenAuthenticator for JwtAuthenticator {
         if untrusted_issuer(token).as_deref() != Some(self.config.issuer.url.as_str()) {
             return Ok(None);
         }
-        if !self.keys.initialized() {
-            return Err(AuthError::Other(
-                "oidc: authenticator not initialized".into(),
-            ));
-        }
-        let claims = self
-            .verify(token)
-            .await
-            .map_err(|e| AuthError::Other(format!("oidc: verify token: {e}")))?;
-        let user = self.user(&claims).map_err(AuthError::Other)?;
-        Ok(Some(AuthResponse::new(user)))
+        let start = std::time::Instant::now();
+        let result = self.authenticate_own_token(token).await;
+        metrics::record_latency(&self.config.issuer.url, result.is_ok(), start.elapsed());
+        result.map(|user| Some(AuthResponse::new(user)))
     }
 }
 
@@ -423,7 +439,7 @@ mod tests {
 
     fn authenticator(yaml: &str) -> JwtAuthenticator {
         let config = AuthenticationConfiguration::parse(yaml, &[]).unwrap();
-        JwtAuthenticator::new(&config.jwt[0], &[]).unwrap()
+        JwtAuthenticator::new(&config.jwt[0], &[], "apiserver-test").unwrap()
     }
 
     fn claims(v: Value) -> Map<String, Value> {

@@ -386,6 +386,7 @@ impl ApiserverMetrics {
         registry.register(Box::new(tls_handshake_errors.clone()))?;
         crate::storage::value::metrics::register(&registry)?;
         crate::filters::authn_metrics::register(&registry)?;
+        crate::admission::metrics::register(&registry)?;
         crate::server::encryptionconfig::metrics::register(&registry)?;
         crate::server::authconfig_metrics::register(&registry)?;
         crate::authn::jwt::metrics::register(&registry)?;

@@ -361,6 +361,73 @@ async fn discovery_keys_verify_a_kubectl_token_with_an_independent_jwt_library()
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_log_ties_a_token_request_to_the_requests_made_with_its_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tmp.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+    )
+    .unwrap();
+    let log = tmp.path().join("audit.log");
+    let mut server = ApiServer::start(&[
+        &format!("--audit-policy-file={}", policy.display()),
+        &format!("--audit-log-path={}", log.display()),
+    ])
+    .await;
+    admin(&server, &["create", "serviceaccount", "robot"]).await;
+    let token = create_token(&server, &["robot"]).await;
+    let jti = claims_of(&token)["jti"].as_str().unwrap().to_string();
+    assert!(!jti.is_empty());
+    let reply = server
+        .anonymous_client()
+        .with_bearer(&token)
+        .get(Proto::H1, "/version?probe=credential")
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    server.stop().await;
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &Value| e["stage"] == "ResponseComplete")
+        .collect();
+    let token_request = events
+        .iter()
+        .find(|e| {
+            e["objectRef"]["resource"] == "serviceaccounts"
+                && e["objectRef"]["subresource"] == "token"
+        })
+        .unwrap_or_else(|| panic!("no TokenRequest event in:\n{text}"));
+    assert_eq!(
+        token_request["annotations"]["authentication.kubernetes.io/issued-credential-id"],
+        format!("JTI={jti}"),
+        "{token_request}"
+    );
+    let used = events
+        .iter()
+        .find(|e| e["requestURI"] == "/version?probe=credential")
+        .unwrap_or_else(|| panic!("no event for the token's request in:\n{text}"));
+    assert_eq!(used["user"]["username"], "system:serviceaccount:default:robot");
+    assert_eq!(
+        used["user"]["extra"]["authentication.kubernetes.io/credential-id"],
+        json!([format!("JTI={jti}")]),
+        "{used}"
+    );
+    // Other requests do not carry the annotation.
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["objectRef"]["subresource"] != "token")
+            .all(|e| e["annotations"]
+                .get("authentication.kubernetes.io/issued-credential-id")
+                .is_none())
+    );
+}
+
 /// A P-521 key (SEC 1 and PKCS#8, made with `openssl ecparam -name secp521r1`) and its
 /// public half, from the unit tests' data.
 fn p521_key_file(name: &str) -> String {

@@ -411,7 +411,10 @@ async fn the_audit_log_ties_a_token_request_to_the_requests_made_with_its_token(
         .iter()
         .find(|e| e["requestURI"] == "/version?probe=credential")
         .unwrap_or_else(|| panic!("no event for the token's request in:\n{text}"));
-    assert_eq!(used["user"]["username"], "system:serviceaccount:default:robot");
+    assert_eq!(
+        used["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
     assert_eq!(
         used["user"]["extra"]["authentication.kubernetes.io/credential-id"],
         json!([format!("JTI={jti}")]),

@@ -792,7 +792,7 @@ impl Es512Key {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn oidc_accepts_es512_tokens_of_a_p521_issuer_key() {
+async fn oidc_accepts_es512_tokens_of_a_p521_key_with_their_jti_as_credential_id() {
     let tmp = tempfile::tempdir().unwrap();
     let ca = Ca::new("oidc-ca");
     let key = Es512Key::new("p521");
@@ -812,7 +812,7 @@ async fn oidc_accepts_es512_tokens_of_a_p521_issuer_key() {
     ])
     .await;
 
-    let token = key.sign(&issuer.claims(json!({})));
+    let token = key.sign(&issuer.claims(json!({"jti": "es512-token-1"})));
     // Discovery runs in the background after start, as upstream's does.
     let stdout = eventually("the ES512 token accepted", || async {
         let out = kubectl_as(
@@ -828,6 +828,12 @@ async fn oidc_accepts_es512_tokens_of_a_p521_issuer_key() {
     let review: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(
         review["status"]["userInfo"]["username"], "oidc:alice",
+        "{review}"
+    );
+    // The token's jti is its credential ID (upstream since 1.32).
+    assert_eq!(
+        review["status"]["userInfo"]["extra"]["authentication.kubernetes.io/credential-id"],
+        json!(["JTI=es512-token-1"]),
         "{review}"
     );
 

@@ -272,8 +272,16 @@ impl JwtAuthenticator {
         }
     }
 
+    /// The user's extra: the token's credential ID (`JTI=<jti>`, when `jti` is a string,
+    /// as upstream sets it since 1.32), then the CEL extra mappings.
     fn extra(&self, claims_v: &Value) -> Result<BTreeMap<String, Vec<String>>, String> {
         let mut extra = BTreeMap::new();
+        if let Some(jti) = claims_v.get("jti").and_then(Value::as_str) {
+            extra.insert(
+                super::CREDENTIAL_ID_KEY.to_string(),
+                vec![format!("JTI={jti}")],
+            );
+        }
         for (key, expr) in &self.compiled.extra {
             let v = expr
                 .eval(&[("claims", claims_v)])
@@ -501,6 +509,21 @@ mod tests {
         assert_eq!(u.name, "cel:ann");
         assert_eq!(u.groups, vec!["role:a", "role:b"]);
         assert_eq!(u.extra["acme.io/level"], vec!["3"]);
+        assert!(!u.extra.contains_key(crate::authn::CREDENTIAL_ID_KEY));
+        let with_jti =
+            json!({"sub": "ann", "roles": [], "level": 3, "tenant": "acme", "jti": "t-1"});
+        assert_eq!(
+            a.user(&claims(with_jti)).unwrap().extra[crate::authn::CREDENTIAL_ID_KEY],
+            vec!["JTI=t-1"]
+        );
+        // A jti that is not a string is ignored, not an error.
+        let numeric = json!({"sub": "ann", "roles": [], "level": 3, "tenant": "acme", "jti": 7});
+        assert!(
+            !a.user(&claims(numeric))
+                .unwrap()
+                .extra
+                .contains_key(crate::authn::CREDENTIAL_ID_KEY)
+        );
         let low = json!({"sub": "ann", "roles": [], "level": 1, "tenant": "acme"});
         assert_eq!(
             a.user(&claims(low)).unwrap_err(),

@@ -390,6 +390,7 @@ impl ApiserverMetrics {
         crate::server::encryptionconfig::metrics::register(&registry)?;
         crate::server::authconfig_metrics::register(&registry)?;
         crate::authn::jwt::metrics::register(&registry)?;
+        crate::authn::tokencache::register(&registry)?;
         sli_registry.register(Box::new(healthcheck.clone()))?;
         sli_registry.register(Box::new(healthchecks_total.clone()))?;
         Ok(ApiserverMetrics {

@@ -362,6 +362,42 @@ async fn discovery_keys_verify_a_kubectl_token_with_an_independent_jwt_library()
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_token_cache_counts_hits_misses_and_fetches_in_metrics() {
+    let mut server = ApiServer::start(&[]).await;
+    admin(&server, &["create", "serviceaccount", "robot"]).await;
+    let token = create_token(&server, &["robot"]).await;
+    // The first request verifies the token (a miss and a fetch), the next ones are answered
+    // from the cache.
+    for _ in 0..3 {
+        assert_eq!(get_with_token(&server, &token).await.0, 200);
+    }
+    let metrics = server
+        .admin_client()
+        .get(Proto::H1, "/metrics")
+        .await
+        .unwrap()
+        .body;
+    let value = |series: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok())
+    };
+    let hits = value("authentication_token_cache_request_total{status=\"hit\"}");
+    assert!(hits.is_some_and(|v| v >= 2.0), "{metrics}");
+    let misses = value("authentication_token_cache_request_total{status=\"miss\"}");
+    assert!(misses.is_some_and(|v| v >= 1.0), "{metrics}");
+    let fetched = value("authentication_token_cache_fetch_total{status=\"ok\"}");
+    assert!(fetched.is_some_and(|v| v >= 1.0), "{metrics}");
+    assert_eq!(
+        value("authentication_token_cache_active_fetch_count{status=\"in_flight\"}"),
+        Some(0.0)
+    );
+    let timed = value("authentication_token_cache_request_duration_seconds_count{status=\"hit\"}");
+    assert_eq!(timed, hits);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_audit_log_ties_a_token_request_to_the_requests_made_with_its_token() {
     let tmp = tempfile::tempdir().unwrap();
     let policy = tmp.path().join("policy.yaml");
@@ -522,6 +558,7 @@ async fn a_p521_signing_key_issues_es512_tokens_the_api_and_an_independent_libra
             .is_err()
     );
     assert_eq!(get_with_token(&server, &forged).await.0, 401);
+
     server.stop().await;
 }
 

@@ -1193,6 +1193,20 @@ async fn authorization_config_match_conditions_failure_policy_and_reload() {
     assert!(decisions(&text, "Webhook", "hooked", "allowed").is_some_and(|v| v >= 1.0));
     assert!(decisions(&text, "Webhook", "broken", "denied").is_some_and(|v| v >= 1.0));
     assert!(!text.contains("name=\"last\""), "{text}");
+    // The match conditions: "hooked" excluded the requests outside its namespace, and each
+    // evaluation is timed.
+    let excluded = metric(
+        &text,
+        "apiserver_authorization_match_condition_exclusions_total",
+        &[("type", "Webhook"), ("name", "hooked")],
+    );
+    assert!(excluded.is_some_and(|v| v >= 1.0), "{text}");
+    let timed = metric(
+        &text,
+        "apiserver_authorization_match_condition_evaluation_seconds_count",
+        &[("type", "Webhook"), ("name", "hooked")],
+    );
+    assert!(timed.is_some_and(|v| v >= 2.0), "{text}");
 
     // The chain is reloaded when the file changes.
     let allow_last = authz_config(&webhook, &dead, "AlwaysAllow");

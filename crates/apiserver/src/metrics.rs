@@ -388,6 +388,9 @@ impl ApiserverMetrics {
         crate::filters::authn_metrics::register(&registry)?;
         crate::admission::metrics::register(&registry)?;
         crate::server::encryptionconfig::metrics::register(&registry)?;
+        crate::server::authconfig_metrics::register(&registry)?;
+        crate::authn::jwt::metrics::register(&registry)?;
+        crate::authn::tokencache::register(&registry)?;
         sli_registry.register(Box::new(healthcheck.clone()))?;
         sli_registry.register(Box::new(healthchecks_total.clone()))?;
         Ok(ApiserverMetrics {

@@ -661,6 +661,7 @@ pub async fn run(
         stop: informers_stop.clone(),
         service_accounts: service_accounts.clone(),
         rbac: rbac.clone(),
+        apiserver_id: apiserver_id.clone(),
     };
     authn_options.token_authenticators =
         auth::authenticator::token_authenticators(&deps).map_err(StartError::Setup)?;

@@ -361,6 +361,207 @@ async fn discovery_keys_verify_a_kubectl_token_with_an_independent_jwt_library()
     server.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn the_token_cache_counts_hits_misses_and_fetches_in_metrics() {
+    let mut server = ApiServer::start(&[]).await;
+    admin(&server, &["create", "serviceaccount", "robot"]).await;
+    let token = create_token(&server, &["robot"]).await;
+    // The first request verifies the token (a miss and a fetch), the next ones are answered
+    // from the cache.
+    for _ in 0..3 {
+        assert_eq!(get_with_token(&server, &token).await.0, 200);
+    }
+    let metrics = server
+        .admin_client()
+        .get(Proto::H1, "/metrics")
+        .await
+        .unwrap()
+        .body;
+    let value = |series: &str| {
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse::<f64>().ok())
+    };
+    let hits = value("authentication_token_cache_request_total{status=\"hit\"}");
+    assert!(hits.is_some_and(|v| v >= 2.0), "{metrics}");
+    let misses = value("authentication_token_cache_request_total{status=\"miss\"}");
+    assert!(misses.is_some_and(|v| v >= 1.0), "{metrics}");
+    let fetched = value("authentication_token_cache_fetch_total{status=\"ok\"}");
+    assert!(fetched.is_some_and(|v| v >= 1.0), "{metrics}");
+    assert_eq!(
+        value("authentication_token_cache_active_fetch_count{status=\"in_flight\"}"),
+        Some(0.0)
+    );
+    let timed = value("authentication_token_cache_request_duration_seconds_count{status=\"hit\"}");
+    assert_eq!(timed, hits);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_audit_log_ties_a_token_request_to_the_requests_made_with_its_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tmp.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+    )
+    .unwrap();
+    let log = tmp.path().join("audit.log");
+    let mut server = ApiServer::start(&[
+        &format!("--audit-policy-file={}", policy.display()),
+        &format!("--audit-log-path={}", log.display()),
+    ])
+    .await;
+    admin(&server, &["create", "serviceaccount", "robot"]).await;
+    let token = create_token(&server, &["robot"]).await;
+    let jti = claims_of(&token)["jti"].as_str().unwrap().to_string();
+    assert!(!jti.is_empty());
+    let reply = server
+        .anonymous_client()
+        .with_bearer(&token)
+        .get(Proto::H1, "/version?probe=credential")
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200, "{reply:?}");
+    server.stop().await;
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &Value| e["stage"] == "ResponseComplete")
+        .collect();
+    let token_request = events
+        .iter()
+        .find(|e| {
+            e["objectRef"]["resource"] == "serviceaccounts"
+                && e["objectRef"]["subresource"] == "token"
+        })
+        .unwrap_or_else(|| panic!("no TokenRequest event in:\n{text}"));
+    assert_eq!(
+        token_request["annotations"]["authentication.kubernetes.io/issued-credential-id"],
+        format!("JTI={jti}"),
+        "{token_request}"
+    );
+    let used = events
+        .iter()
+        .find(|e| e["requestURI"] == "/version?probe=credential")
+        .unwrap_or_else(|| panic!("no event for the token's request in:\n{text}"));
+    assert_eq!(
+        used["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+    assert_eq!(
+        used["user"]["extra"]["authentication.kubernetes.io/credential-id"],
+        json!([format!("JTI={jti}")]),
+        "{used}"
+    );
+    // Other requests do not carry the annotation.
+    assert!(
+        events
+            .iter()
+            .filter(|e| e["objectRef"]["subresource"] != "token")
+            .all(|e| e["annotations"]
+                .get("authentication.kubernetes.io/issued-credential-id")
+                .is_none())
+    );
+}
+
+/// A P-521 key (SEC 1 and PKCS#8, made with `openssl ecparam -name secp521r1`) and its
+/// public half, from the unit tests' data.
+fn p521_key_file(name: &str) -> String {
+    format!(
+        "{}/src/serviceaccount/testdata/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_p521_signing_key_issues_es512_tokens_the_api_and_an_independent_library_verify() {
+    let signing = format!(
+        "--service-account-signing-key-file={}",
+        p521_key_file("p521.pkcs8.pem")
+    );
+    let public = format!(
+        "--service-account-key-file={}",
+        p521_key_file("p521.pub.pem")
+    );
+    let mut server = ApiServer::start(&[&signing, &public]).await;
+    admin(&server, &["create", "serviceaccount", "robot"]).await;
+    let token = create_token(&server, &["robot", "--audience=vault"]).await;
+    let header: Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(token.split('.').next().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["alg"], "ES512", "{header}");
+
+    // The API verifies it: a TokenReview for its audience, and a request made with a token
+    // for the API's own audience.
+    let review = format!(
+        "apiVersion: authentication.k8s.io/v1\nkind: TokenReview\nspec:\n  token: {token}\n  audiences: [vault]\n"
+    );
+    let out = admin_apply(&server, &review, &["create", "-o", "json"]).await;
+    let got: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(got["status"]["authenticated"], true, "{got}");
+    assert_eq!(
+        got["status"]["user"]["username"],
+        "system:serviceaccount:default:robot"
+    );
+    let api_token = create_token(&server, &["robot"]).await;
+    let user = whoami(&server, &api_token).await;
+    assert_eq!(user["username"], "system:serviceaccount:default:robot");
+
+    // The discovery documents name ES512 and publish the key with crv P-521.
+    let client = server.admin_client();
+    let config = client
+        .get(Proto::H1, "/.well-known/openid-configuration")
+        .await
+        .unwrap();
+    let config: Value = serde_json::from_str(&config.body).unwrap();
+    assert_eq!(
+        config["id_token_signing_alg_values_supported"],
+        json!(["ES512"])
+    );
+    let keys = client.get(Proto::H1, "/openid/v1/jwks").await.unwrap();
+    assert_eq!(keys.status, 200);
+    let jwks: Value = serde_json::from_str(&keys.body).unwrap();
+    assert_eq!(jwks["keys"].as_array().unwrap().len(), 1, "{jwks}");
+    assert_eq!(jwks["keys"][0]["crv"], "P-521");
+    assert_eq!(jwks["keys"][0]["alg"], "ES512");
+    assert_eq!(jwks["keys"][0]["kid"], header["kid"]);
+
+    // jwtk (OpenSSL's ECDSA) verifies the token against the published key set.
+    let set: jwtk::jwk::JwkSet = serde_json::from_str(&keys.body).unwrap();
+    let verified = set
+        .verifier()
+        .verify::<serde_json::Map<String, Value>>(&token)
+        .unwrap();
+    assert_eq!(
+        verified.claims().sub.as_deref(),
+        Some("system:serviceaccount:default:robot")
+    );
+    assert_eq!(
+        verified.claims().iss.as_deref(),
+        Some("https://kubernetes.default.svc.cluster.local")
+    );
+    // A token whose payload was changed does not verify.
+    let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
+    let mut claims = claims_of(&token);
+    claims["sub"] = json!("system:serviceaccount:kube-system:admin");
+    parts[1] = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(claims.to_string());
+    let forged = parts.join(".");
+    assert!(
+        set.verifier()
+            .verify::<serde_json::Map<String, Value>>(&forged)
+            .is_err()
+    );
+    assert_eq!(get_with_token(&server, &forged).await.0, 401);
+
+    server.stop().await;
+}
+
 /// Signs `claims` with the server's generated signing key (as a controller holding the key
 /// would), with the key ID the server publishes.
 fn sign_with_server_key(server: &ApiServer, claims: &Value) -> String {

@@ -156,6 +156,43 @@ async fn kubectl_as(server: &ApiServer, home: &Path, token: &str, args: &[&str])
 
 const UNAUTHORIZED: &str = "error: You must be logged in to the server (Unauthorized)";
 
+/// The server's `/metrics` text.
+async fn metrics_text(server: &ApiServer) -> String {
+    let reply = server
+        .admin_client()
+        .get(common::client::Proto::H1, "/metrics")
+        .await
+        .unwrap();
+    assert_eq!(reply.status, 200);
+    reply.body
+}
+
+/// The value of the series of `name` carrying all `labels` (in any order), if any.
+fn metric(text: &str, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    text.lines().find_map(|line| {
+        let rest = line.strip_prefix(name)?;
+        let (label_set, value) = match rest.strip_prefix('{') {
+            Some(inner) => inner.split_once("} ")?,
+            None => ("", rest.strip_prefix(' ')?),
+        };
+        labels
+            .iter()
+            .all(|(k, v)| {
+                label_set
+                    .split(',')
+                    .any(|pair| pair == format!("{k}=\"{v}\""))
+            })
+            .then(|| value.trim().parse().ok())
+            .flatten()
+    })
+}
+
+/// `sha256:<hex>`, as upstream's metrics label hashed identities, issuers and files.
+fn sha256_label(data: &[u8]) -> String {
+    use sha2::Digest;
+    format!("sha256:{:x}", sha2::Sha256::digest(data))
+}
+
 /// A TokenReview webhook: `good-token` is `webhook-user` in `webhook-group`; `error-token`
 /// gets `status.error`; anything else is not authenticated.
 fn token_review_handler() -> Handler {
@@ -515,7 +552,12 @@ fn now() -> u64 {
 
 impl Issuer {
     async fn start(ca: &Ca, first: &SigningKey) -> Issuer {
-        let keys = Arc::new(Mutex::new(vec![first.jwk()]));
+        Issuer::start_with_key(ca, first.jwk()).await
+    }
+
+    /// An issuer publishing `jwk` (of any type).
+    async fn start_with_key(ca: &Ca, jwk: Value) -> Issuer {
+        let keys = Arc::new(Mutex::new(vec![jwk]));
         let url_cell: Arc<Mutex<String>> = Arc::default();
         let (k, u) = (keys.clone(), url_cell.clone());
         let server = JsonServer::start(
@@ -542,6 +584,11 @@ impl Issuer {
     }
 
     fn token(&self, key: &SigningKey, extra: Value) -> String {
+        key.sign(&self.claims(extra))
+    }
+
+    /// Upstream-shaped claims of this issuer for `alice`, with `extra` added or replaced.
+    fn claims(&self, extra: Value) -> Value {
         let mut claims = json!({
             "iss": self.url(), "aud": "k8s", "sub": "alice",
             "iat": now(), "exp": now() + 600,
@@ -549,7 +596,7 @@ impl Issuer {
         for (k, v) in extra.as_object().unwrap() {
             claims[k] = v.clone();
         }
-        key.sign(&claims)
+        claims
     }
 }
 
@@ -669,6 +716,146 @@ async fn oidc_flags_map_prefixed_users_and_pick_up_key_rotation() {
     let retired_token = issuer.token(&first, json!({"sub": "carol", "tenant": "acme"}));
     let retired = kubectl_as(&server, tmp.path(), &retired_token, &["get", "namespaces"]).await;
     assert_eq!(retired.code, Some(1), "{retired:?}");
+
+    // Metrics: the webhook of --authorization-mode is named "webhook"; the JWT authenticator's
+    // latency by result and hashed issuer, and its key set fetches.
+    let text = metrics_text(&server).await;
+    let allowed = metric(
+        &text,
+        "apiserver_authorization_decisions_total",
+        &[
+            ("type", "Webhook"),
+            ("name", "webhook"),
+            ("decision", "allowed"),
+        ],
+    );
+    assert!(allowed.is_some_and(|v| v >= 2.0), "{allowed:?}");
+    let issuer_hash = sha256_label(issuer.url().as_bytes());
+    for result in ["success", "failure"] {
+        let count = metric(
+            &text,
+            "apiserver_authentication_jwt_authenticator_latency_seconds_count",
+            &[("result", result), ("jwt_issuer_hash", &issuer_hash)],
+        );
+        assert!(count.is_some_and(|v| v >= 1.0), "{result}: {count:?}");
+    }
+    let fetched = metric(
+        &text,
+        "apiserver_authentication_jwt_authenticator_jwks_fetch_last_timestamp_seconds",
+        &[("result", "success"), ("jwt_issuer_hash", &issuer_hash)],
+    );
+    assert!(fetched.is_some_and(|t| t > 1.0e9), "{fetched:?}");
+    let key_sets = text
+        .lines()
+        .filter(|l| {
+            l.starts_with(
+                "apiserver_authentication_jwt_authenticator_jwks_fetch_last_key_set_info{",
+            ) && l.contains(&issuer_hash)
+        })
+        .count();
+    assert_eq!(key_sets, 1, "{text}");
+}
+
+/// A P-521 key made and used by OpenSSL (through jwtk), so the server's ES512 verification
+/// is checked against another implementation's signatures.
+struct Es512Key {
+    kid: String,
+    key: jwtk::ecdsa::EcdsaPrivateKey,
+}
+
+impl Es512Key {
+    fn new(kid: &str) -> Self {
+        Es512Key {
+            kid: kid.into(),
+            key: jwtk::ecdsa::EcdsaPrivateKey::generate(jwtk::ecdsa::EcdsaAlgorithm::ES512)
+                .unwrap(),
+        }
+    }
+
+    fn jwk(&self) -> Value {
+        use jwtk::PublicKeyToJwk;
+        let mut jwk = serde_json::to_value(self.key.public_key_to_jwk().unwrap()).unwrap();
+        jwk["kid"] = json!(self.kid);
+        jwk["alg"] = json!("ES512");
+        jwk
+    }
+
+    fn sign(&self, claims: &Value) -> String {
+        use jwtk::SigningKey as _;
+        let header = URL_SAFE_NO_PAD
+            .encode(json!({"alg": "ES512", "typ": "JWT", "kid": self.kid}).to_string());
+        let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+        let input = format!("{header}.{payload}");
+        let sig = self.key.sign(input.as_bytes()).unwrap();
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(&sig))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn oidc_accepts_es512_tokens_of_a_p521_key_with_their_jti_as_credential_id() {
+    let tmp = tempfile::tempdir().unwrap();
+    let ca = Ca::new("oidc-ca");
+    let key = Es512Key::new("p521");
+    let jwk = key.jwk();
+    assert_eq!(jwk["crv"], "P-521", "{jwk}");
+    let issuer = Issuer::start_with_key(&ca, jwk).await;
+    let ca_file = tmp.path().join("oidc-ca.crt");
+    std::fs::write(&ca_file, &ca.pem.cert).unwrap();
+    let server = ApiServer::start(&[
+        &format!("--oidc-issuer-url={}", issuer.url()),
+        "--oidc-client-id=k8s",
+        &format!("--oidc-ca-file={}", ca_file.display()),
+        "--oidc-signing-algs=ES512",
+        "--oidc-username-prefix=oidc:",
+        // SelfSubjectReview is open to every authenticated user (system:basic-user).
+        "--authorization-mode=RBAC",
+    ])
+    .await;
+
+    let token = key.sign(&issuer.claims(json!({"jti": "es512-token-1"})));
+    // Discovery runs in the background after start, as upstream's does.
+    let stdout = eventually("the ES512 token accepted", || async {
+        let out = kubectl_as(
+            &server,
+            tmp.path(),
+            &token,
+            &["auth", "whoami", "-o", "json"],
+        )
+        .await;
+        (out.code == Some(0)).then_some(out.stdout)
+    })
+    .await;
+    let review: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        review["status"]["userInfo"]["username"], "oidc:alice",
+        "{review}"
+    );
+    // The token's jti is its credential ID (upstream since 1.32).
+    assert_eq!(
+        review["status"]["userInfo"]["extra"]["authentication.kubernetes.io/credential-id"],
+        json!(["JTI=es512-token-1"]),
+        "{review}"
+    );
+
+    // Another P-521 key with the same key id, and a changed payload, are refused.
+    let stranger = Es512Key::new("p521");
+    let forged = stranger.sign(&issuer.claims(json!({"sub": "mallory"})));
+    let mut parts: Vec<String> = token.split('.').map(str::to_string).collect();
+    parts[1] = URL_SAFE_NO_PAD.encode(issuer.claims(json!({"sub": "root"})).to_string());
+    let tampered = parts.join(".");
+    for (what, bad) in [("forged", forged), ("tampered", tampered)] {
+        let out = kubectl_as(&server, tmp.path(), &bad, &["auth", "whoami"]).await;
+        assert_eq!(out.code, Some(1), "{what}: {out:?}");
+        assert!(out.stderr.contains(UNAUTHORIZED), "{what}: {out:?}");
+    }
+    // RBAC of --authorization-mode allowed the review, counted under the name "rbac".
+    let text = metrics_text(&server).await;
+    let allowed = metric(
+        &text,
+        "apiserver_authorization_decisions_total",
+        &[("type", "RBAC"), ("name", "rbac"), ("decision", "allowed")],
+    );
+    assert!(allowed.is_some_and(|v| v >= 1.0), "{text}");
 }
 
 fn authn_config(issuer: &Issuer, ca: &Ca, username_expression: &str) -> String {
@@ -784,7 +971,8 @@ async fn authentication_config_cel_mappings_rules_and_reload() {
     assert!(out.stderr.contains(UNAUTHORIZED), "{out:?}");
 
     // A new mapping is picked up without a restart.
-    std::fs::write(&config, authn_config(&issuer, &ca, "'v2:' + claims.sub")).unwrap();
+    let v2 = authn_config(&issuer, &ca, "'v2:' + claims.sub");
+    std::fs::write(&config, &v2).unwrap();
     // A token the server has not seen (it caches successes for 10 s, as upstream does).
     let gold = issuer.token(
         &key,
@@ -821,6 +1009,56 @@ async fn authentication_config_cel_mappings_rules_and_reload() {
     )
     .await;
     assert_eq!(out.code, Some(0), "{out:?}");
+
+    // The anonymous section is not reloaded: a file changing it is refused, as upstream
+    // refuses it, and anonymous requests keep the start-up settings.
+    let wider = v2.replace(
+        "  - path: /livez\n",
+        "  - path: /livez\n  - path: /readyz\n",
+    );
+    assert_ne!(wider, v2);
+    std::fs::write(&config, &wider).unwrap();
+    server
+        .stderr
+        .wait_for("anonymous: Forbidden: changed from initial configuration file")
+        .await;
+    let readyz = anonymous
+        .get(common::client::Proto::H1, "/readyz")
+        .await
+        .unwrap();
+    assert_eq!(readyz.status, 401, "{readyz:?}");
+
+    // Reloads are counted by status; the configuration in force is still v2.
+    let text = metrics_text(&server).await;
+    let id = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("apiserver_authentication_config_controller_last_config_info{")
+        })
+        .expect("last_config_info");
+    assert!(
+        id.contains(&format!("hash=\"{}\"", sha256_label(v2.as_bytes()))),
+        "{id}"
+    );
+    let success = metric(
+        &text,
+        "apiserver_authentication_config_controller_automatic_reloads_total",
+        &[("status", "success")],
+    );
+    // (At least: a write the watcher reads half-done counts as one more reload.)
+    assert!(success.is_some_and(|v| v >= 1.0), "{text}");
+    let failure = metric(
+        &text,
+        "apiserver_authentication_config_controller_automatic_reloads_total",
+        &[("status", "failure")],
+    );
+    assert!(failure.is_some_and(|v| v >= 2.0), "{text}");
+    let when = metric(
+        &text,
+        "apiserver_authentication_config_controller_automatic_reload_last_timestamp_seconds",
+        &[("status", "failure")],
+    );
+    assert!(when.is_some_and(|t| t > 1.0e9), "{when:?}");
 }
 
 fn authz_config(webhook: &Path, dead: &Path, last: &str) -> String {
@@ -942,8 +1180,37 @@ async fn authorization_config_match_conditions_failure_policy_and_reload() {
         "{broken:?}"
     );
 
+    // Decisions are counted per configured authorizer, by its type and name; AlwaysDeny
+    // has no opinion, which is not counted.
+    let text = metrics_text(&server).await;
+    let decisions = |text: &str, type_: &str, name: &str, decision: &str| {
+        metric(
+            text,
+            "apiserver_authorization_decisions_total",
+            &[("type", type_), ("name", name), ("decision", decision)],
+        )
+    };
+    assert!(decisions(&text, "Webhook", "hooked", "allowed").is_some_and(|v| v >= 1.0));
+    assert!(decisions(&text, "Webhook", "broken", "denied").is_some_and(|v| v >= 1.0));
+    assert!(!text.contains("name=\"last\""), "{text}");
+    // The match conditions: "hooked" excluded the requests outside its namespace, and each
+    // evaluation is timed.
+    let excluded = metric(
+        &text,
+        "apiserver_authorization_match_condition_exclusions_total",
+        &[("type", "Webhook"), ("name", "hooked")],
+    );
+    assert!(excluded.is_some_and(|v| v >= 1.0), "{text}");
+    let timed = metric(
+        &text,
+        "apiserver_authorization_match_condition_evaluation_seconds_count",
+        &[("type", "Webhook"), ("name", "hooked")],
+    );
+    assert!(timed.is_some_and(|v| v >= 2.0), "{text}");
+
     // The chain is reloaded when the file changes.
-    std::fs::write(&config, authz_config(&webhook, &dead, "AlwaysAllow")).unwrap();
+    let allow_last = authz_config(&webhook, &dead, "AlwaysAllow");
+    std::fs::write(&config, &allow_last).unwrap();
     eventually("the reloaded chain allows", || async {
         let out = kubectl_as(
             &server,
@@ -969,6 +1236,26 @@ async fn authorization_config_match_conditions_failure_policy_and_reload() {
     )
     .await;
     assert_eq!(out.code, Some(0), "{out:?}");
+
+    let text = metrics_text(&server).await;
+    assert!(decisions(&text, "AlwaysAllow", "last", "allowed").is_some_and(|v| v >= 2.0));
+    for status in ["success", "failure"] {
+        let count = metric(
+            &text,
+            "apiserver_authorization_config_controller_automatic_reloads_total",
+            &[("status", status)],
+        );
+        assert!(count.is_some_and(|v| v >= 1.0), "{status}: {text}");
+    }
+    let info = text
+        .lines()
+        .find(|l| l.starts_with("apiserver_authorization_config_controller_last_config_info{"))
+        .expect("last_config_info");
+    assert!(
+        info.contains(&format!("hash=\"{}\"", sha256_label(allow_last.as_bytes()))),
+        "{info}"
+    );
+    assert!(info.contains("apiserver_id_hash=\"sha256:"), "{info}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,11 +6,18 @@
 //! Entries are keyed by a salted SHA-256 of the request's API audiences and the token (the
 //! token itself is never kept), and the cache is bounded: when it is full, expired entries are
 //! dropped, and if it is still full the new result is simply not cached.
+//!
+//! Upstream's metrics: `authentication_token_cache_request_total` and
+//! `…_request_duration_seconds` by `status` (`hit`, `miss`), `…_fetch_total` by `status`
+//! (`ok`, `error`) and `…_active_fetch_count{status="in_flight"}`. Concurrent misses of one
+//! token each ask the authenticator here (upstream shares one fetch and counts the others as
+//! `blocked`, a series this cache never moves).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, Instant};
 
+use prometheus::{CounterVec, GaugeVec, HistogramOpts, HistogramVec, Opts, Registry};
 use sha2::{Digest, Sha256};
 
 use super::bearertoken::TokenAuthenticator;
@@ -24,6 +31,108 @@ const MAX_ENTRIES: usize = 16 * 1024;
 
 type Key = [u8; 32];
 type Outcome = Result<Option<AuthResponse>, AuthError>;
+
+struct CacheMetrics {
+    requests: CounterVec,
+    latency: HistogramVec,
+    fetches: CounterVec,
+    active_fetches: GaugeVec,
+}
+
+fn build_metrics() -> Result<CacheMetrics, prometheus::Error> {
+    Ok(CacheMetrics {
+        requests: CounterVec::new(
+            Opts::new(
+                "authentication_token_cache_request_total",
+                "[ALPHA] authentication_token_cache_request_total",
+            ),
+            &["status"],
+        )?,
+        latency: HistogramVec::new(
+            HistogramOpts::new(
+                "authentication_token_cache_request_duration_seconds",
+                "[ALPHA] authentication_token_cache_request_duration_seconds",
+            ),
+            &["status"],
+        )?,
+        fetches: CounterVec::new(
+            Opts::new(
+                "authentication_token_cache_fetch_total",
+                "[ALPHA] authentication_token_cache_fetch_total",
+            ),
+            &["status"],
+        )?,
+        active_fetches: GaugeVec::new(
+            Opts::new(
+                "authentication_token_cache_active_fetch_count",
+                "[ALPHA] authentication_token_cache_active_fetch_count",
+            ),
+            &["status"],
+        )?,
+    })
+}
+
+static METRICS: LazyLock<Option<CacheMetrics>> = LazyLock::new(|| match build_metrics() {
+    Ok(m) => Some(m),
+    Err(err) => {
+        tracing::error!(%err, "cannot create the token cache metrics");
+        None
+    }
+});
+
+/// Adds the token cache's metrics to `registry`.
+pub fn register(registry: &Registry) -> Result<(), prometheus::Error> {
+    if let Some(m) = METRICS.as_ref() {
+        registry.register(Box::new(m.requests.clone()))?;
+        registry.register(Box::new(m.latency.clone()))?;
+        registry.register(Box::new(m.fetches.clone()))?;
+        registry.register(Box::new(m.active_fetches.clone()))?;
+    }
+    Ok(())
+}
+
+/// Counts a request answered from the cache (`hit`) or by the authenticator (`miss`), with
+/// its latency in whole milliseconds, as upstream records it.
+fn record_request(hit: bool, started: Instant) {
+    if let Some(m) = METRICS.as_ref() {
+        let status = if hit { "hit" } else { "miss" };
+        m.requests.with_label_values(&[status]).inc();
+        let millis = started.elapsed().as_millis() as f64;
+        m.latency
+            .with_label_values(&[status])
+            .observe(millis / 1000.0);
+    }
+}
+
+/// Counts a fetch from the authenticator while it runs (`in_flight`) and once it is done
+/// (`ok` without an error, `error` with one).
+struct FetchStats;
+
+impl FetchStats {
+    fn start() -> FetchStats {
+        if let Some(m) = METRICS.as_ref() {
+            m.active_fetches.with_label_values(&["in_flight"]).inc();
+        }
+        FetchStats
+    }
+
+    fn done(self, ok: bool) {
+        if let Some(m) = METRICS.as_ref() {
+            m.fetches
+                .with_label_values(&[if ok { "ok" } else { "error" }])
+                .inc();
+        }
+    }
+}
+
+impl Drop for FetchStats {
+    /// The fetch is no longer in flight (also when the request was dropped mid-way).
+    fn drop(&mut self) {
+        if let Some(m) = METRICS.as_ref() {
+            m.active_fetches.with_label_values(&["in_flight"]).dec();
+        }
+    }
+}
 
 /// Caches another token authenticator's answers.
 pub struct CachedTokenAuthenticator {
@@ -108,12 +217,17 @@ impl TokenAuthenticator for CachedTokenAuthenticator {
         req: &http::request::Parts,
         token: &str,
     ) -> Result<Option<AuthResponse>, AuthError> {
+        let started = Instant::now();
         let key = self.key(req, token);
         if let Some(outcome) = self.lookup(&key) {
+            record_request(true, started);
             return outcome;
         }
+        let fetch = FetchStats::start();
         let outcome = self.inner.authenticate_token(req, token).await;
+        fetch.done(outcome.is_ok());
         self.store(key, &outcome);
+        record_request(false, started);
         outcome
     }
 }
@@ -231,6 +345,27 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(5)).await;
             cache.authenticate_token(&parts(&[]), "good").await.unwrap();
         }
+    }
+
+    #[tokio::test]
+    async fn hits_misses_and_fetches_are_counted() {
+        let m = METRICS.as_ref().unwrap();
+        let count = |v: &CounterVec, status: &str| v.with_label_values(&[status]).get();
+        let (hits, misses, ok) = (
+            count(&m.requests, "hit"),
+            count(&m.requests, "miss"),
+            count(&m.fetches, "ok"),
+        );
+        let inner = Arc::new(Counting::default());
+        let cache =
+            CachedTokenAuthenticator::new(inner.clone(), Duration::from_secs(60), Duration::ZERO);
+        cache.authenticate_token(&parts(&[]), "good").await.unwrap();
+        cache.authenticate_token(&parts(&[]), "good").await.unwrap();
+        // (Other tests share the counters: at least this test's own.)
+        assert!(count(&m.requests, "hit") >= hits + 1.0);
+        assert!(count(&m.requests, "miss") >= misses + 1.0);
+        assert!(count(&m.fetches, "ok") >= ok + 1.0);
+        assert_eq!(inner.0.load(Ordering::SeqCst), 1);
     }
 
     #[tokio::test]

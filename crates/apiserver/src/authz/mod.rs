@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::request::{RequestInfo, UserInfo};
 
 pub mod builtin;
+pub mod metrics;
 pub mod modes;
 pub mod path;
 pub mod rules;

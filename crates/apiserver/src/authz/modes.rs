@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::Authorizer;
 use super::builtin::{AlwaysAllow, AlwaysDeny, PrivilegedGroups};
+use super::metrics::{InstrumentedAuthorizer, name_for_mode};
 use super::union::UnionAuthorizer;
 use crate::request::names;
 
@@ -111,14 +112,21 @@ pub fn build_authorizer_with(
         if modes[..i].contains(mode) {
             return Err(AuthorizerConfigError::Duplicate(*mode));
         }
-        match mode {
-            AuthorizationMode::AlwaysAllow => authorizers.push(Arc::new(AlwaysAllow)),
-            AuthorizationMode::AlwaysDeny => authorizers.push(Arc::new(AlwaysDeny)),
+        let authorizer: Arc<dyn Authorizer> = match mode {
+            AuthorizationMode::AlwaysAllow => Arc::new(AlwaysAllow),
+            AuthorizationMode::AlwaysDeny => Arc::new(AlwaysDeny),
             other => match plugin(*other)? {
-                Some(authorizer) => authorizers.push(authorizer),
+                Some(authorizer) => authorizer,
                 None => return Err(AuthorizerConfigError::Unsupported(*other)),
             },
-        }
+        };
+        // Counted in `apiserver_authorization_decisions_total` as upstream names the
+        // authorizers of the mode flag: the type, and the type lower-cased.
+        authorizers.push(InstrumentedAuthorizer::wrap(
+            mode.as_str(),
+            &name_for_mode(mode.as_str()),
+            authorizer,
+        ));
     }
     Ok(Arc::new(UnionAuthorizer::new(authorizers)))
 }

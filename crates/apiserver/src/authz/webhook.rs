@@ -124,13 +124,35 @@ impl WebhookAuthorizer {
     }
 
     /// Whether every match condition holds for `spec` (`Err` when one fails to evaluate
-    /// and none is false).
+    /// and none is false); evaluations are recorded in the match condition metrics when
+    /// there are conditions, as upstream's matcher does.
     fn matches(&self, spec: &Value) -> Result<bool, AuthzError> {
+        if self.config.match_conditions.is_empty() {
+            return Ok(true);
+        }
+        let started = Instant::now();
+        let result = self.evaluate_match_conditions(spec);
+        let (errored, excluded) = match &result {
+            (_, Err(_)) => (true, false),
+            (had_error, Ok(matched)) => (*had_error, !matched),
+        };
+        webhook_metrics::match_conditions_evaluated(
+            &self.config.name,
+            started.elapsed(),
+            errored,
+            excluded,
+        );
+        result.1
+    }
+
+    /// The match conditions' verdict, and whether one failed to evaluate before a false one
+    /// ended the evaluation.
+    fn evaluate_match_conditions(&self, spec: &Value) -> (bool, Result<bool, AuthzError>) {
         let mut error = None;
         for condition in &self.config.match_conditions {
             match condition.eval(&[("request", spec)]) {
                 Ok(kube_cel::cel::Value::Bool(true)) => {}
-                Ok(kube_cel::cel::Value::Bool(false)) => return Ok(false),
+                Ok(kube_cel::cel::Value::Bool(false)) => return (error.is_some(), Ok(false)),
                 Ok(_) => {
                     error.get_or_insert_with(|| {
                         AuthzError::Other(format!(
@@ -150,8 +172,8 @@ impl WebhookAuthorizer {
             }
         }
         match error {
-            Some(e) => Err(e),
-            None => Ok(true),
+            Some(e) => (true, Err(e)),
+            None => (false, Ok(true)),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The generic API server: configuration, life cycle, hooks, health, routing and serving.
 
 pub mod apis;
+pub mod authconfig_metrics;
 pub mod config;
 pub mod delegation;
 pub mod encryptionconfig;

@@ -17,9 +17,12 @@ pub fn token_authenticators(
     let mut authenticators: Vec<Arc<dyn TokenAuthenticator>> = Vec::new();
     authenticators.extend(super::serviceaccounts::token_authenticators(deps)?);
     // JWT (OIDC) authenticators, then the token webhook behind its cache.
-    if let Some(jwt) =
-        super::jwt::jwt_authenticators(deps.opts, &deps.service_accounts.issuers, &deps.stop)?
-    {
+    if let Some(jwt) = super::jwt::jwt_authenticators(
+        deps.opts,
+        &deps.service_accounts.issuers,
+        &deps.stop,
+        &deps.apiserver_id,
+    )? {
         authenticators.push(jwt);
     }
     if let Some(webhook) =

@@ -11,10 +11,12 @@ use std::time::Duration;
 
 use apiserver::apis::apiserver::authorization::AuthorizationConfiguration;
 use apiserver::authz::builtin::{AlwaysAllow, AlwaysDeny, PrivilegedGroups};
+use apiserver::authz::metrics::InstrumentedAuthorizer;
 use apiserver::authz::union::UnionAuthorizer;
 use apiserver::authz::webhook::{WebhookAuthorizer, WebhookAuthorizerConfig};
 use apiserver::authz::{Attributes, AuthorizeResult, Authorizer, Decision};
 use apiserver::request::names;
+use apiserver::server::authconfig_metrics::{self, ConfigKind};
 use apiserver::util::file_watch::watch_file_content;
 use apiserver::util::webhook::{Backoff, WebhookClient, WebhookKubeconfig};
 use arc_swap::ArcSwap;
@@ -85,7 +87,11 @@ pub fn build_chain(
                 )
             })?,
         };
-        chain.push(authorizer);
+        chain.push(InstrumentedAuthorizer::wrap(
+            &entry.type_,
+            &entry.name,
+            authorizer,
+        ));
     }
     Ok(Arc::new(UnionAuthorizer::new(chain)))
 }
@@ -114,11 +120,13 @@ impl Authorizer for ReloadingAuthorizer {
 
 /// Loads `path`, builds its chain (with `make_builtin` for the RBAC and Node entries: `None`
 /// when the server does not implement that type), and keeps it current while `stop` is not
-/// cancelled.
+/// cancelled; reloads are counted in `apiserver_authorization_config_controller_*` under
+/// `apiserver_id`.
 pub fn load(
     path: &PathBuf,
     make_builtin: &mut MakeBuiltin<'_>,
     stop: &CancellationToken,
+    apiserver_id: &str,
 ) -> Result<Arc<dyn Authorizer>, String> {
     let data = std::fs::read(path).map_err(|e| {
         format!(
@@ -146,6 +154,8 @@ pub fn load(
         }
     }
     let chain = build_chain(&config, &builtin)?;
+    authconfig_metrics::record_last_config(ConfigKind::Authorization, apiserver_id, &data);
+    let apiserver_id = apiserver_id.to_string();
     let reloading = Arc::new(ReloadingAuthorizer {
         current: ArcSwap::from_pointee(chain),
     });
@@ -160,11 +170,22 @@ pub fn load(
             match chain {
                 Ok(chain) => {
                     target.current.store(Arc::new(chain));
+                    authconfig_metrics::record_reload_success(
+                        ConfigKind::Authorization,
+                        &apiserver_id,
+                        &data,
+                    );
                     tracing::info!("reloaded authorization config");
                 }
-                Err(e) => tracing::error!(
-                    "reloading authorization config failed, keeping the running one: {e}"
-                ),
+                Err(e) => {
+                    authconfig_metrics::record_reload_failure(
+                        ConfigKind::Authorization,
+                        &apiserver_id,
+                    );
+                    tracing::error!(
+                        "reloading authorization config failed, keeping the running one: {e}"
+                    )
+                }
             }
         }
     });

@@ -30,7 +30,7 @@ pub fn build_from_config(deps: &AuthDeps<'_>) -> Result<Option<Arc<dyn Authorize
             .map_err(|e| e.to_string())?;
         plugin(mode, deps).map_err(|e| e.to_string())
     };
-    super::authorization_config::load(path, &mut builtin, &deps.stop).map(Some)
+    super::authorization_config::load(path, &mut builtin, &deps.stop, &deps.apiserver_id).map(Some)
 }
 
 /// The authorizer of a mode that needs the server's objects; `Ok(None)` when not supported.

@@ -2,19 +2,23 @@
 //! `--authentication-config` (upstream `pkg/kubeapiserver/authenticator/config.go`). The
 //! configuration file is watched: a changed file that decodes, validates and whose issuers
 //! answer discovery replaces the authenticators; anything else is logged and the running
-//! configuration kept, as upstream does.
+//! configuration kept, as upstream does. The `anonymous` section is read once at start:
+//! a file that changes it is refused on reload (upstream's `anonymous: Forbidden: changed
+//! from initial configuration file`). Each reload is counted in
+//! `apiserver_authentication_config_controller_*`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::apis::apiserver::authentication::{
-    AuthenticationConfiguration, ClaimMappings, ClaimValidationRule, Issuer,
+    AnonymousAuthConfig, AuthenticationConfiguration, ClaimMappings, ClaimValidationRule, Issuer,
     JwtAuthenticator as JwtConfig, PrefixedClaimOrExpression,
 };
 use apiserver::authn::bearertoken::TokenAuthenticator;
 use apiserver::authn::jwt::JwtAuthenticator;
 use apiserver::authn::{AuthError, AuthResponse};
+use apiserver::server::authconfig_metrics::{self, ConfigKind};
 use apiserver::util::file_watch::watch_file_content;
 use arc_swap::ArcSwap;
 use tokio_util::sync::CancellationToken;
@@ -91,6 +95,11 @@ pub fn oidc_flags_config(opts: &Options) -> Result<Option<JwtConfig>, String> {
 /// authenticators of other issuers have no opinion).
 pub struct JwtAuthenticators {
     current: ArcSwap<Generation>,
+    /// The API server identity the reload and key set metrics are labelled with.
+    apiserver_id: String,
+    /// The `anonymous` section of the file the server started with (reloads may not change
+    /// it).
+    anonymous: Option<AnonymousAuthConfig>,
 }
 
 struct Generation {
@@ -108,12 +117,13 @@ fn build(
     configs: &[JwtConfig],
     signing_algs: &[String],
     stop: &CancellationToken,
+    apiserver_id: &str,
 ) -> Result<Generation, String> {
     let authenticators = configs
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            JwtAuthenticator::new(c, signing_algs)
+            JwtAuthenticator::new(c, signing_algs, apiserver_id)
                 .map(Arc::new)
                 .map_err(|e| format!("jwt[{i}]: {e}"))
         })
@@ -131,27 +141,44 @@ impl JwtAuthenticators {
         }
     }
 
+    /// Applies a changed file: counted as a success once its authenticators are in force,
+    /// as a failure (the running configuration kept) otherwise.
     async fn reload(&self, data: &[u8], disallowed: &[String], stop: &CancellationToken) {
+        match self.try_reload(data, disallowed, stop).await {
+            Ok(count) => {
+                authconfig_metrics::record_reload_success(
+                    ConfigKind::Authentication,
+                    &self.apiserver_id,
+                    data,
+                );
+                tracing::info!("reloaded authentication config with {count} jwt authenticators");
+            }
+            Err(e) => {
+                authconfig_metrics::record_reload_failure(
+                    ConfigKind::Authentication,
+                    &self.apiserver_id,
+                );
+                tracing::error!(
+                    "reloading authentication config failed, keeping the running one: {e}"
+                );
+            }
+        }
+    }
+
+    async fn try_reload(
+        &self,
+        data: &[u8],
+        disallowed: &[String],
+        stop: &CancellationToken,
+    ) -> Result<usize, String> {
         let text = String::from_utf8_lossy(data);
-        let config = match AuthenticationConfiguration::parse(&text, disallowed) {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::error!(
-                    "reloading authentication config failed, keeping the running one: {e}"
-                );
-                return;
-            }
-        };
+        let config =
+            AuthenticationConfiguration::parse(&text, disallowed).map_err(|e| e.to_string())?;
+        if config.anonymous != self.anonymous {
+            return Err("anonymous: Forbidden: changed from initial configuration file".into());
+        }
         // Every upstream algorithm is accepted for the structured configuration.
-        let generation = match build(&config.jwt, &all_algs(), stop) {
-            Ok(g) => g,
-            Err(e) => {
-                tracing::error!(
-                    "reloading authentication config failed, keeping the running one: {e}"
-                );
-                return;
-            }
-        };
+        let generation = build(&config.jwt, &all_algs(), stop, &self.apiserver_id)?;
         for a in &generation.authenticators {
             let ready = tokio::time::timeout(RELOAD_DISCOVERY_TIMEOUT, a.discover()).await;
             let err = match ready {
@@ -159,18 +186,11 @@ impl JwtAuthenticators {
                 Ok(Err(e)) => e,
                 Err(_) => "discovery timed out".to_string(),
             };
-            tracing::error!(
-                "reloading authentication config failed, keeping the running one: issuer {}: {err}",
-                a.issuer()
-            );
-            return;
+            return Err(format!("issuer {}: {err}", a.issuer()));
         }
         Self::start(&generation);
         self.current.store(Arc::new(generation));
-        tracing::info!(
-            "reloaded authentication config with {} jwt authenticators",
-            config.jwt.len()
-        );
+        Ok(config.jwt.len())
     }
 }
 
@@ -208,11 +228,13 @@ pub fn anonymous_from_config(opts: &Options) -> Result<Option<AnonymousFromConfi
 }
 
 /// The JWT authenticators of the flags or the configuration file (reloaded while `stop` is
-/// not cancelled). `disallowed_issuers` are the service-account issuers.
+/// not cancelled). `disallowed_issuers` are the service-account issuers; `apiserver_id`
+/// labels the metrics.
 pub fn jwt_authenticators(
     opts: &Options,
     disallowed_issuers: &[String],
     stop: &CancellationToken,
+    apiserver_id: &str,
 ) -> Result<Option<Arc<JwtAuthenticators>>, String> {
     if let Some(path) = &opts.authentication_config {
         let data = std::fs::read(path).map_err(|e| {
@@ -229,10 +251,13 @@ pub fn jwt_authenticators(
                         path.display()
                     )
                 })?;
-        let generation = build(&config.jwt, &all_algs(), stop)?;
+        let generation = build(&config.jwt, &all_algs(), stop, apiserver_id)?;
         JwtAuthenticators::start(&generation);
+        authconfig_metrics::record_last_config(ConfigKind::Authentication, apiserver_id, &data);
         let authenticators = Arc::new(JwtAuthenticators {
             current: ArcSwap::from_pointee(generation),
+            apiserver_id: apiserver_id.to_string(),
+            anonymous: config.anonymous.clone(),
         });
         spawn_reloader(
             authenticators.clone(),
@@ -246,11 +271,13 @@ pub fn jwt_authenticators(
     let Some(config) = oidc_flags_config(opts)? else {
         return Ok(None);
     };
-    let generation = build(&[config], &opts.oidc_signing_algs, stop)
+    let generation = build(&[config], &opts.oidc_signing_algs, stop, apiserver_id)
         .map_err(|e| e.trim_start_matches("jwt[0]: ").to_string())?;
     JwtAuthenticators::start(&generation);
     Ok(Some(Arc::new(JwtAuthenticators {
         current: ArcSwap::from_pointee(generation),
+        apiserver_id: apiserver_id.to_string(),
+        anonymous: None,
     })))
 }
 

@@ -38,6 +38,8 @@ pub struct AuthDeps<'a> {
     /// The RBAC policy (followed whatever the modes: the RBAC storages check escalations
     /// against it in every mode, as upstream's do).
     pub rbac: Arc<RbacPolicy>,
+    /// The API server's identity, whose hash labels the reload and key set metrics.
+    pub apiserver_id: String,
 }
 
 /// What the server authorizes with, for the REST storages installed before it exists (the

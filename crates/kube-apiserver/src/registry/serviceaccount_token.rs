@@ -17,7 +17,8 @@ use super::pod::StoreCell;
 use crate::apis::json::str_at;
 use crate::serviceaccount::TokenIssuer;
 use crate::serviceaccount::claims::{
-    EXPIRATION_EXTENSION_SECONDS, ObjectRef, TokenSpec, WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS,
+    EXPIRATION_EXTENSION_SECONDS, ISSUED_CREDENTIAL_ID_AUDIT_ANNOTATION, ObjectRef, TokenSpec,
+    WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS, credential_id_for_jti,
 };
 
 const GROUP: &str = "authentication.k8s.io";
@@ -215,6 +216,12 @@ impl TokenRequestStorage {
             .issuer
             .mint(&token, now.as_second(), &jti)
             .map_err(|e| ApiError::internal(format!("failed to generate token: {e}")))?;
+        // The credential ID the token's requests carry in their user's extra, so audit logs
+        // tie them to this request.
+        ctx.add_audit_annotation(
+            ISSUED_CREDENTIAL_ID_AUDIT_ANNOTATION,
+            &credential_id_for_jti(&jti),
+        );
         let rfc3339 = |t: jiff::Timestamp| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
         let expires = now
             .checked_add(jiff::SignedDuration::from_secs(expiration))

@@ -41,6 +41,16 @@ pub mod extra {
     pub const CREDENTIAL_ID: &str = apiserver::authn::CREDENTIAL_ID_KEY;
 }
 
+/// The audit annotation of a TokenRequest naming the credential ID of the token it issued
+/// (upstream `serviceaccount.IssuedCredentialIDAuditAnnotationKey`).
+pub const ISSUED_CREDENTIAL_ID_AUDIT_ANNOTATION: &str =
+    "authentication.kubernetes.io/issued-credential-id";
+
+/// The credential ID of a token with ID `jti`: `JTI=<jti>` (upstream `CredentialIDForJTI`).
+pub fn credential_id_for_jti(jti: &str) -> String {
+    format!("JTI={jti}")
+}
+
 /// `system:serviceaccount:<namespace>:<name>`.
 pub fn username(namespace: &str, name: &str) -> String {
     format!("system:serviceaccount:{namespace}:{name}")
@@ -447,7 +457,7 @@ pub async fn validate_bound(
         uid: sa_ref.uid,
         pod: pod_ref,
         node,
-        credential_id: jti.map(|j| format!("JTI={j}")),
+        credential_id: jti.map(credential_id_for_jti),
         auto_generated_secret: false,
     })
 }

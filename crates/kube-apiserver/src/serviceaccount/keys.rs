@@ -2,11 +2,12 @@
 //! `--service-account-key-file` (RSA and ECDSA, public or private PEM, certificates), the
 //! private key of `--service-account-signing-key-file`, their JWS algorithms and key IDs.
 //!
-//! Signing and verification use `ring` (already linked for TLS): RS256, ES256 and ES384.
-//! `ring` has no P-521, so ES512 keys are refused with an error naming the curve.
+//! Signing and verification use `ring` (already linked for TLS) for RS256, ES256 and ES384,
+//! and RustCrypto's P-521 (through [`apiserver::authn::jwt::es512`]) for ES512.
 
 use std::path::Path;
 
+use apiserver::authn::jwt::es512::{self, Es512SigningKey};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ring::rand::SystemRandom;
@@ -42,6 +43,8 @@ pub enum Algorithm {
     ES256,
     /// ECDSA on P-384 with SHA-384.
     ES384,
+    /// ECDSA on P-521 with SHA-512.
+    ES512,
 }
 
 impl Algorithm {
@@ -51,6 +54,27 @@ impl Algorithm {
             Algorithm::RS256 => "RS256",
             Algorithm::ES256 => "ES256",
             Algorithm::ES384 => "ES384",
+            Algorithm::ES512 => "ES512",
+        }
+    }
+
+    /// The JWK `crv` of an ECDSA algorithm's curve (`None` for RSA).
+    pub fn curve(self) -> Option<&'static str> {
+        match self {
+            Algorithm::RS256 => None,
+            Algorithm::ES256 => Some("P-256"),
+            Algorithm::ES384 => Some("P-384"),
+            Algorithm::ES512 => Some("P-521"),
+        }
+    }
+
+    /// The DER of the curve's OID (`None` for RSA).
+    fn curve_oid(self) -> Option<&'static [u8]> {
+        match self {
+            Algorithm::RS256 => None,
+            Algorithm::ES256 => Some(der::OID_P256),
+            Algorithm::ES384 => Some(der::OID_P384),
+            Algorithm::ES512 => Some(der::OID_P521),
         }
     }
 
@@ -60,6 +84,7 @@ impl Algorithm {
             "RS256" => Some(Algorithm::RS256),
             "ES256" => Some(Algorithm::ES256),
             "ES384" => Some(Algorithm::ES384),
+            "ES512" => Some(Algorithm::ES512),
             _ => None,
         }
     }
@@ -99,12 +124,7 @@ impl PublicKey {
         let spki = match &material {
             KeyMaterial::Rsa { n, e } => der::rsa_spki(n, e),
             KeyMaterial::Ec { alg, point } => {
-                let curve = if *alg == Algorithm::ES384 {
-                    der::OID_P384
-                } else {
-                    der::OID_P256
-                };
-                der::ec_spki(curve, point)
+                der::ec_spki(alg.curve_oid().unwrap_or(der::OID_P256), point)
             }
         };
         let kid = URL_SAFE_NO_PAD.encode(Sha256::digest(&spki));
@@ -133,6 +153,15 @@ impl PublicKey {
                     point,
                 },
                 _,
+            ) if *key_alg == alg && alg == Algorithm::ES512 => {
+                es512::verify(point, message, signature)
+            }
+            (
+                KeyMaterial::Ec {
+                    alg: key_alg,
+                    point,
+                },
+                _,
             ) if *key_alg == alg => {
                 let verifier: &dyn signature::VerificationAlgorithm = match alg {
                     Algorithm::ES384 => &signature::ECDSA_P384_SHA384_FIXED,
@@ -150,6 +179,7 @@ impl PublicKey {
 enum Signer {
     Rsa(RsaKeyPair),
     Ec(EcdsaKeyPair),
+    P521(Es512SigningKey),
 }
 
 /// The private key tokens are signed with.
@@ -186,6 +216,9 @@ impl SigningKey {
                 .sign(&self.rng, message)
                 .map(|s| s.as_ref().to_vec())
                 .map_err(|_| KeyError::Unsupported("signing failed".into())),
+            Signer::P521(key) => key
+                .sign(message)
+                .ok_or_else(|| KeyError::Unsupported("signing failed".into())),
         }
     }
 
@@ -279,24 +312,15 @@ pub fn parse_signing_key_pem(data: &[u8]) -> Result<SigningKey, KeyError> {
     Err(unsupported.unwrap_or(KeyError::NoPrivateKey))
 }
 
-fn unsupported_curve(oid: &[u8]) -> KeyError {
-    if oid == der::OID_P521 {
-        KeyError::Unsupported(
-            "ECDSA keys on P-521 (ES512) are not supported; use P-256, P-384 or RSA".into(),
-        )
-    } else {
-        KeyError::Unsupported("unsupported elliptic curve; use P-256, P-384 or RSA".into())
-    }
-}
-
 fn curve_algorithm(oid: &[u8]) -> Result<Algorithm, KeyError> {
-    if oid == der::OID_P256 {
-        Ok(Algorithm::ES256)
-    } else if oid == der::OID_P384 {
-        Ok(Algorithm::ES384)
-    } else {
-        Err(unsupported_curve(oid))
-    }
+    [Algorithm::ES256, Algorithm::ES384, Algorithm::ES512]
+        .into_iter()
+        .find(|alg| alg.curve_oid() == Some(oid))
+        .ok_or_else(|| {
+            KeyError::Unsupported(
+                "unsupported elliptic curve; use P-256, P-384, P-521 or RSA".into(),
+            )
+        })
 }
 
 /// A PKIX `SubjectPublicKeyInfo`.
@@ -410,6 +434,20 @@ fn ec_signing_key(der_bytes: &[u8], curve: Option<&[u8]>) -> Result<SigningKey, 
     }
     let curve = curve.ok_or(KeyError::NoPrivateKey)?;
     let alg = curve_algorithm(&curve)?;
+    if alg == Algorithm::ES512 {
+        // The public key is optional in SEC 1; derived from the scalar, checked when present.
+        let key =
+            Es512SigningKey::from_scalar(scalar, point.as_deref()).ok_or(KeyError::NoPrivateKey)?;
+        let public = PublicKey::new(KeyMaterial::Ec {
+            alg,
+            point: key.public_point().to_vec(),
+        });
+        return Ok(SigningKey {
+            signer: Signer::P521(key),
+            public,
+            rng: SystemRandom::new(),
+        });
+    }
     let point = point.ok_or_else(|| {
         KeyError::Unsupported("EC private keys must include their public key".into())
     })?;
@@ -465,8 +503,12 @@ mod tests {
     const RSA_PUBLIC: &str = include_str!("testdata/rsa2048.pub.pem");
     /// A P-256 key in SEC 1 (`openssl ecparam -name prime256v1 -genkey`).
     const EC_SEC1: &str = include_str!("testdata/p256.sec1.pem");
-    /// A P-521 key in SEC 1.
+    /// A P-521 key in SEC 1 (`openssl ecparam -name secp521r1 -genkey`).
     const EC_P521: &str = include_str!("testdata/p521.sec1.pem");
+    /// The same key in PKCS#8 (`openssl pkcs8 -topk8 -nocrypt`).
+    const EC_P521_PKCS8: &str = include_str!("testdata/p521.pkcs8.pem");
+    /// Its public half in PKIX (`openssl ec -pubout`).
+    const EC_P521_PUBLIC: &str = include_str!("testdata/p521.pub.pem");
 
     #[test]
     fn rsa_private_and_public_files_give_the_same_key_and_kid() {
@@ -531,9 +573,36 @@ mod tests {
             parse_signing_key_pem(RSA_PUBLIC.as_bytes()).unwrap_err(),
             KeyError::NoPrivateKey
         );
-        let err = parse_signing_key_pem(EC_P521.as_bytes()).unwrap_err();
-        assert!(err.to_string().contains("P-521"), "{err}");
-        let err = parse_public_keys_pem(EC_P521.as_bytes()).unwrap_err();
-        assert!(err.to_string().contains("P-521"), "{err}");
+    }
+
+    #[test]
+    fn p521_keys_in_sec1_pkcs8_and_pkix_sign_and_verify_es512() {
+        let sec1 = parse_signing_key_pem(EC_P521.as_bytes()).unwrap();
+        let pkcs8 = parse_signing_key_pem(EC_P521_PKCS8.as_bytes()).unwrap();
+        let public = parse_public_keys_pem(EC_P521_PUBLIC.as_bytes()).unwrap();
+        assert_eq!(sec1.public_key(), pkcs8.public_key());
+        assert_eq!(public, vec![sec1.public_key().clone()]);
+        assert_eq!(parse_public_keys_pem(EC_P521.as_bytes()).unwrap(), public);
+        assert_eq!(public[0].algorithm(), Algorithm::ES512);
+        assert_eq!(Algorithm::ES512.curve(), Some("P-521"));
+        // The key ID hashes the PKIX bytes, as for the other curves.
+        let (_, der) = pem_sections(EC_P521_PUBLIC.as_bytes()).remove(0);
+        assert_eq!(public[0].kid, URL_SAFE_NO_PAD.encode(Sha256::digest(&der)));
+        let sig = pkcs8.sign(b"payload").unwrap();
+        assert_eq!(sig.len(), 132);
+        assert!(public[0].verify(Algorithm::ES512, b"payload", &sig));
+        assert!(!public[0].verify(Algorithm::ES512, b"other", &sig));
+        assert!(!public[0].verify(Algorithm::ES384, b"payload", &sig));
+    }
+
+    #[test]
+    fn a_sec1_key_whose_public_point_is_not_its_own_is_refused() {
+        // One bit of the public point (last in the DER) flipped: not the scalar's point.
+        let (_, der_bytes) = pem_sections(EC_P521.as_bytes()).remove(0);
+        let mut tampered = der_bytes.clone();
+        let last = tampered.len() - 1;
+        tampered[last] ^= 1;
+        assert!(signing_key(SectionKind::EcPrivateKey, &tampered).is_err());
+        assert!(signing_key(SectionKind::EcPrivateKey, &der_bytes).is_ok());
     }
 }

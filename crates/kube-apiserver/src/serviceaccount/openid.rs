@@ -181,11 +181,7 @@ pub fn render(
                         use_: "sig",
                         kty: "EC",
                         kid: &key.kid,
-                        crv: Some(if *alg == Algorithm::ES384 {
-                            "P-384"
-                        } else {
-                            "P-256"
-                        }),
+                        crv: alg.curve(),
                         alg: alg.name(),
                         x: Some(b64(x)),
                         y: Some(b64(y)),
@@ -246,6 +242,7 @@ mod tests {
     fn configuration_and_keys_as_upstream() {
         let mut keys = parse_public_keys_pem(testkeys::p256_pem().as_bytes()).unwrap();
         keys.extend(parse_public_keys_pem(testkeys::p384_pem().as_bytes()).unwrap());
+        keys.extend(parse_public_keys_pem(include_bytes!("testdata/p521.pub.pem")).unwrap());
         let md = render(
             "https://kubernetes.default.svc.cluster.local",
             &jwks_uri(None, "10.0.0.1:6443"),
@@ -254,7 +251,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             String::from_utf8(md.configuration).unwrap(),
-            r#"{"issuer":"https://kubernetes.default.svc.cluster.local","jwks_uri":"https://10.0.0.1:6443/openid/v1/jwks","response_types_supported":["id_token"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256","ES384"]}"#
+            r#"{"issuer":"https://kubernetes.default.svc.cluster.local","jwks_uri":"https://10.0.0.1:6443/openid/v1/jwks","response_types_supported":["id_token"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256","ES384","ES512"]}"#
         );
         let jwks: serde_json::Value = serde_json::from_slice(&md.jwks).unwrap();
         let first = &jwks["keys"][0];
@@ -270,6 +267,15 @@ mod tests {
             32
         );
         assert_eq!(jwks["keys"][1]["crv"], "P-384");
+        let p521 = &jwks["keys"][2];
+        assert_eq!(p521["crv"], "P-521");
+        assert_eq!(p521["alg"], "ES512");
+        for coordinate in ["x", "y"] {
+            let bytes = URL_SAFE_NO_PAD
+                .decode(p521[coordinate].as_str().unwrap())
+                .unwrap();
+            assert_eq!(bytes.len(), 66, "{coordinate}");
+        }
         assert!(
             String::from_utf8_lossy(&md.jwks)
                 .starts_with(r#"{"keys":[{"use":"sig","kty":"EC","kid":"#)

@@ -14,6 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::keys::Jwk;
+use super::metrics;
 use crate::util::webhook::{Backoff, DEFAULT_REQUEST_TIMEOUT, WebhookClient, WebhookKubeconfig};
 
 /// How often discovery is retried until it first succeeds.
@@ -33,6 +34,7 @@ struct Discovered {
 /// The keys of one issuer.
 pub struct IssuerKeys {
     issuer: String,
+    apiserver_id: String,
     discovery_url: String,
     ca_pem: Vec<u8>,
     discovered: ArcSwapOption<Discovered>,
@@ -50,14 +52,21 @@ fn no_retry() -> Backoff {
 
 impl IssuerKeys {
     /// The keys of `issuer`, discovered at `discovery_url` (default: the well-known path
-    /// under the issuer), connecting with `ca_pem` (empty: the host's CAs).
-    pub fn new(issuer: &str, discovery_url: Option<&str>, ca_pem: Vec<u8>) -> Self {
+    /// under the issuer), connecting with `ca_pem` (empty: the host's CAs); key set fetches
+    /// are recorded in the metrics under `apiserver_id`.
+    pub fn new(
+        issuer: &str,
+        discovery_url: Option<&str>,
+        ca_pem: Vec<u8>,
+        apiserver_id: &str,
+    ) -> Self {
         let discovery_url = match discovery_url.filter(|d| !d.is_empty()) {
             Some(d) => d.to_string(),
             None => format!("{}{WELL_KNOWN}", issuer.trim_end_matches('/')),
         };
         IssuerKeys {
             issuer: issuer.to_string(),
+            apiserver_id: apiserver_id.to_string(),
             discovery_url,
             ca_pem,
             discovered: ArcSwapOption::empty(),
@@ -103,7 +112,7 @@ impl IssuerKeys {
             jwks: self.client(jwks_uri)?,
             keys: ArcSwapOption::empty(),
         };
-        let keys = fetch_keys(&discovered.jwks).await?;
+        let keys = self.fetch_keys(&discovered.jwks).await?;
         discovered.keys.store(Some(Arc::new(keys)));
         self.discovered.store(Some(Arc::new(discovered)));
         Ok(())
@@ -160,7 +169,7 @@ impl IssuerKeys {
         let Some(discovered) = self.discovered.load_full() else {
             return Err("oidc: authenticator not initialized".into());
         };
-        let keys = fetch_keys(&discovered.jwks).await?;
+        let keys = self.fetch_keys(&discovered.jwks).await?;
         discovered.keys.store(Some(Arc::new(keys)));
         self.generation
             .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
@@ -168,10 +177,28 @@ impl IssuerKeys {
     }
 }
 
-async fn fetch_keys(client: &WebhookClient) -> Result<Vec<Jwk>, String> {
-    let doc = client
-        .get_json()
-        .await
-        .map_err(|e| format!("fetching keys oidc: get keys failed: {e}"))?;
-    Jwk::parse_set(&doc)
+impl IssuerKeys {
+    /// Fetches and parses the key set, recording the fetch in the metrics.
+    async fn fetch_keys(&self, client: &WebhookClient) -> Result<Vec<Jwk>, String> {
+        let fetched = client
+            .get_json()
+            .await
+            .map_err(|e| format!("fetching keys oidc: get keys failed: {e}"))
+            .and_then(|doc| Jwk::parse_set(&doc).map(|keys| (doc, keys)));
+        match fetched {
+            Ok((doc, keys)) => {
+                let key_set = doc.to_string();
+                metrics::record_jwks_fetch(
+                    &self.issuer,
+                    &self.apiserver_id,
+                    Some(key_set.as_bytes()),
+                );
+                Ok(keys)
+            }
+            Err(e) => {
+                metrics::record_jwks_fetch(&self.issuer, &self.apiserver_id, None);
+                Err(e)
+            }
+        }
+    }
 }

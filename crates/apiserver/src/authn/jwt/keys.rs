@@ -1,6 +1,6 @@
 //! JSON Web Keys and compact JSON Web Signatures: parsing a token into header, claims and
 //! signature, and verifying the signature with an issuer's key (RS256/384/512,
-//! PS256/384/512, ES256, ES384; ring has no P-521, so ES512 keys are never usable).
+//! PS256/384/512, ES256, ES384 with ring; ES512 with [`super::es512`]).
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -82,7 +82,7 @@ pub enum PublicKey {
     },
     /// An EC point, uncompressed (`04 || x || y`), on the named curve.
     Ec {
-        /// `P-256` or `P-384`.
+        /// `P-256`, `P-384` or `P-521`.
         curve: String,
         /// The point.
         point: Vec<u8>,
@@ -143,6 +143,7 @@ impl Jwk {
                 let size = match curve.as_str() {
                     "P-256" => 32,
                     "P-384" => 48,
+                    "P-521" => super::es512::FIELD_LEN,
                     _ => return None,
                 };
                 let (x, y) = (b64(v, "x")?, b64(v, "y")?);
@@ -187,6 +188,9 @@ impl Jwk {
                 RsaPublicKeyComponents { n, e }
                     .verify(params, message, sig)
                     .is_ok()
+            }
+            PublicKey::Ec { curve, point } if curve == "P-521" => {
+                alg == "ES512" && super::es512::verify(point, message, sig)
             }
             PublicKey::Ec { curve, point } => {
                 let algorithm: &dyn signature::VerificationAlgorithm = match (alg, curve.as_str()) {
@@ -248,6 +252,25 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn es512_keys_of_a_key_set_verify_es512_only() {
+        let scalar: Vec<u8> = (0..64u8).collect();
+        let signer = super::super::es512::Es512SigningKey::from_scalar(&scalar, None).unwrap();
+        let point = signer.public_point();
+        let jwk = json!({
+            "kty": "EC", "crv": "P-521", "kid": "p521",
+            "x": URL_SAFE_NO_PAD.encode(&point[1..67]),
+            "y": URL_SAFE_NO_PAD.encode(&point[67..]),
+        });
+        let key = Jwk::parse(&jwk).unwrap();
+        let header = URL_SAFE_NO_PAD.encode(json!({"alg": "ES512", "kid": "p521"}).to_string());
+        let input = format!("{header}.{}", URL_SAFE_NO_PAD.encode(r#"{"sub":"a"}"#));
+        let sig = signer.sign(input.as_bytes()).unwrap();
+        assert!(key.verify("ES512", input.as_bytes(), &sig));
+        assert!(!key.verify("ES384", input.as_bytes(), &sig));
+        assert!(!key.verify("ES512", b"tampered", &sig));
+    }
+
+    #[test]
     fn malformed_tokens() {
         assert_eq!(
             CompactJws::parse("a.b").unwrap_err(),
@@ -263,7 +286,7 @@ pub(crate) mod tests {
     #[test]
     fn key_sets_skip_unusable_keys() {
         let (_, good) = es256_key("k");
-        let set = json!({"keys": [good, {"kty": "oct", "k": "AA"}, {"kty": "EC", "crv": "P-521", "x": "AA", "y": "AA"}]});
+        let set = json!({"keys": [good, {"kty": "oct", "k": "AA"}, {"kty": "EC", "crv": "P-521", "x": "AA", "y": "AA"}, {"kty": "EC", "crv": "secp256k1", "x": "AA", "y": "AA"}]});
         assert_eq!(Jwk::parse_set(&set).unwrap().len(), 1);
         assert!(Jwk::parse_set(&json!({})).is_err());
     }

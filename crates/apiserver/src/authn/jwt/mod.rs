@@ -5,8 +5,10 @@
 //! validation rules and before the user validation rules. Tokens of other issuers get no
 //! opinion, so the next authenticator can try them.
 
+pub mod es512;
 pub mod issuer;
 pub mod keys;
+pub mod metrics;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -45,8 +47,13 @@ impl std::fmt::Debug for JwtAuthenticator {
 
 impl JwtAuthenticator {
     /// An authenticator for `config` (validated and compiled again here) accepting tokens
-    /// signed with `signing_algs` (empty: upstream's default, RS256 only).
-    pub fn new(config: &Config, signing_algs: &[String]) -> Result<Self, String> {
+    /// signed with `signing_algs` (empty: upstream's default, RS256 only); its key set
+    /// fetches are recorded in the metrics under `apiserver_id`.
+    pub fn new(
+        config: &Config,
+        signing_algs: &[String],
+        apiserver_id: &str,
+    ) -> Result<Self, String> {
         let (compiled, errs) = config.compile_and_validate("jwt", &[]);
         if !errs.is_empty() {
             return Err(errs.to_string());
@@ -66,6 +73,7 @@ impl JwtAuthenticator {
             &config.issuer.url,
             config.issuer.discovery_url.as_deref(),
             config.issuer.certificate_authority.as_bytes().to_vec(),
+            apiserver_id,
         ));
         Ok(JwtAuthenticator {
             config: config.clone(),
@@ -264,8 +272,16 @@ impl JwtAuthenticator {
         }
     }
 
+    /// The user's extra: the token's credential ID (`JTI=<jti>`, when `jti` is a string,
+    /// as upstream sets it since 1.32), then the CEL extra mappings.
     fn extra(&self, claims_v: &Value) -> Result<BTreeMap<String, Vec<String>>, String> {
         let mut extra = BTreeMap::new();
+        if let Some(jti) = claims_v.get("jti").and_then(Value::as_str) {
+            extra.insert(
+                super::CREDENTIAL_ID_KEY.to_string(),
+                vec![format!("JTI={jti}")],
+            );
+        }
         for (key, expr) in &self.compiled.extra {
             let v = expr
                 .eval(&[("claims", claims_v)])
@@ -391,6 +407,22 @@ fn go_time(secs: f64) -> String {
     }
 }
 
+impl JwtAuthenticator {
+    /// The user of a token whose `iss` names this authenticator's issuer.
+    async fn authenticate_own_token(&self, token: &str) -> Result<UserInfo, AuthError> {
+        if !self.keys.initialized() {
+            return Err(AuthError::Other(
+                "oidc: authenticator not initialized".into(),
+            ));
+        }
+        let claims = self
+            .verify(token)
+            .await
+            .map_err(|e| AuthError::Other(format!("oidc: verify token: {e}")))?;
+        self.user(&claims).map_err(AuthError::Other)
+    }
+}
+
 #[async_trait::async_trait]
 impl TokenAuthenticator for JwtAuthenticator {
     async fn authenticate_token(
@@ -401,17 +433,10 @@ impl TokenAuthenticator for JwtAuthenticator {
         if untrusted_issuer(token).as_deref() != Some(self.config.issuer.url.as_str()) {
             return Ok(None);
         }
-        if !self.keys.initialized() {
-            return Err(AuthError::Other(
-                "oidc: authenticator not initialized".into(),
-            ));
-        }
-        let claims = self
-            .verify(token)
-            .await
-            .map_err(|e| AuthError::Other(format!("oidc: verify token: {e}")))?;
-        let user = self.user(&claims).map_err(AuthError::Other)?;
-        Ok(Some(AuthResponse::new(user)))
+        let start = std::time::Instant::now();
+        let result = self.authenticate_own_token(token).await;
+        metrics::record_latency(&self.config.issuer.url, result.is_ok(), start.elapsed());
+        result.map(|user| Some(AuthResponse::new(user)))
     }
 }
 
@@ -422,7 +447,7 @@ mod tests {
 
     fn authenticator(yaml: &str) -> JwtAuthenticator {
         let config = AuthenticationConfiguration::parse(yaml, &[]).unwrap();
-        JwtAuthenticator::new(&config.jwt[0], &[]).unwrap()
+        JwtAuthenticator::new(&config.jwt[0], &[], "apiserver-test").unwrap()
     }
 
     fn claims(v: Value) -> Map<String, Value> {
@@ -484,6 +509,21 @@ mod tests {
         assert_eq!(u.name, "cel:ann");
         assert_eq!(u.groups, vec!["role:a", "role:b"]);
         assert_eq!(u.extra["acme.io/level"], vec!["3"]);
+        assert!(!u.extra.contains_key(crate::authn::CREDENTIAL_ID_KEY));
+        let with_jti =
+            json!({"sub": "ann", "roles": [], "level": 3, "tenant": "acme", "jti": "t-1"});
+        assert_eq!(
+            a.user(&claims(with_jti)).unwrap().extra[crate::authn::CREDENTIAL_ID_KEY],
+            vec!["JTI=t-1"]
+        );
+        // A jti that is not a string is ignored, not an error.
+        let numeric = json!({"sub": "ann", "roles": [], "level": 3, "tenant": "acme", "jti": 7});
+        assert!(
+            !a.user(&claims(numeric))
+                .unwrap()
+                .extra
+                .contains_key(crate::authn::CREDENTIAL_ID_KEY)
+        );
         let low = json!({"sub": "ann", "roles": [], "level": 1, "tenant": "acme"});
         assert_eq!(
             a.user(&claims(low)).unwrap_err(),

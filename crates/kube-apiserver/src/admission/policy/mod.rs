@@ -1,2 +1,3 @@
 //! Admission policies.
 pub mod cel;
+pub mod matching;

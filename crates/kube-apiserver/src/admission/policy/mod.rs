@@ -1,3 +1,4 @@
 //! Admission policies.
 pub mod cel;
+pub mod compiled;
 pub mod matching;

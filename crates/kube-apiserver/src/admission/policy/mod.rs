@@ -2,3 +2,4 @@
 pub mod cel;
 pub mod compiled;
 pub mod matching;
+pub mod mutation;

@@ -3,3 +3,4 @@ pub mod cel;
 pub mod compiled;
 pub mod matching;
 pub mod mutation;
+pub mod typecheck;

@@ -5,4 +5,5 @@ pub mod matching;
 pub mod mutation;
 pub mod params;
 pub mod source;
+pub mod status;
 pub mod typecheck;

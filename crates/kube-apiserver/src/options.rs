@@ -402,6 +402,43 @@ pub struct Options {
     #[arg(long, default_value = "", help_heading = "Authentication flags")]
     pub oidc_username_prefix: String,
 
+    // ----- Admission flags -----
+    /// Admission is divided into two phases. In the first phase, only mutating admission
+    /// plugins run. In the second phase, only validating admission plugins run. The names in
+    /// the below list may represent a validating plugin, a mutating plugin, or both. The order
+    /// of plugins in which they are passed to this flag does not matter. Comma-delimited list
+    /// of: admission plugins that should be enabled in addition to default enabled ones.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Admission flags")]
+    pub enable_admission_plugins: Vec<String>,
+    /// Admission plugins that should be disabled although they are in the default enabled
+    /// plugins list. Comma-delimited list; the order does not matter.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Admission flags")]
+    pub disable_admission_plugins: Vec<String>,
+    /// Admission is divided into two phases. In the first phase, only mutating admission
+    /// plugins run. In the second phase, only validating admission plugins run. The order of
+    /// plugins does not matter. Comma-delimited list of plugins to enable in place of the
+    /// default set. (DEPRECATED: Use --enable-admission-plugins or --disable-admission-plugins
+    /// instead. Will be removed in a future version.)
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Admission flags")]
+    pub admission_control: Vec<String>,
+    /// File with admission control configuration.
+    #[arg(long, help_heading = "Admission flags")]
+    pub admission_control_config_file: Option<PathBuf>,
+
+    // ----- Feature gate and API enablement flags -----
+    /// A set of key=value pairs that describe feature gates for alpha/experimental features.
+    /// Known here: MutatingAdmissionPolicy=true|false (BETA - default=false).
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Feature gate flags")]
+    pub feature_gates: Vec<String>,
+    /// A set of key=value pairs that enable or disable built-in APIs. Supported options are:
+    /// v1=true|false for the core API group; <group>/<version>=true|false for a specific API
+    /// group and version (e.g. apps/v1=true); api/all=true|false controls all API versions;
+    /// api/ga=true|false controls all API versions of the form v[0-9]+; api/beta=true|false
+    /// controls all API versions of the form v[0-9]+beta[0-9]+; api/alpha=true|false
+    /// controls all API versions of the form v[0-9]+alpha[0-9]+.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "API enablement flags")]
+    pub runtime_config: Vec<String>,
+
     // ----- Authorization flags -----
     /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of:
     /// AlwaysAllow,AlwaysDeny,ABAC,Webhook,RBAC,Node.
@@ -503,6 +540,11 @@ impl Options {
     /// Upstream's validation rules; every problem found, in flag order.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();
+        if let Err(e) = crate::admission::enabled_plugins(self) {
+            errors.push(e);
+        }
+        errors.extend(crate::features::validate_feature_gates(&self.feature_gates));
+        errors.extend(crate::features::validate_runtime_config(&self.runtime_config));
         if self.encryption_provider_config.is_none()
             && self.encryption_provider_config_automatic_reload
         {

@@ -31,7 +31,7 @@ pub fn resources() -> Vec<ResourceDef> {
 }
 
 /// admissionregistration.k8s.io/v1beta1 policy resources (off unless enabled).
-pub fn beta_resources() -> Vec<ResourceDef> {
+pub fn resources_v1beta1() -> Vec<ResourceDef> {
     vec![mutating_admission_policies(), mutating_admission_policy_bindings()]
 }
 

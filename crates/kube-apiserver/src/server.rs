@@ -664,6 +664,11 @@ pub async fn run(
     let admission = build_admission(&opts, &deps, &stores, &authz)?;
     server.set_admission(Some(admission.clone()));
     apiextensions.set_admission(Some(admission.clone()));
+    if let Some(hook) = crate::admission::policy::status::hook(&deps.informers) {
+        server
+            .add_post_start_hook(crate::admission::policy::status::HOOK_NAME, hook)
+            .map_err(setup("registering hooks"))?;
+    }
     // The default RBAC policy, then the ClusterRole aggregation controller on the shared
     // ClusterRole informer.
     server

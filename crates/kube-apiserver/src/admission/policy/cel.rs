@@ -82,11 +82,6 @@ impl Program {
         })
     }
 
-    /// The expression's text.
-    pub fn text(&self) -> &str {
-        &self.text
-    }
-
     /// The expression tree.
     pub fn ast(&self) -> &IdedExpr {
         &self.ast

@@ -168,33 +168,6 @@ impl CompiledPolicy {
         }
     }
 
-    /// The fields whose expressions do not compile, as (fieldRef, message) — what the status
-    /// controller reports in `status.typeChecking`.
-    pub fn compile_errors(&self) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        let mut push = |field: String, c: &Compiled| {
-            if let Err(e) = &c.program {
-                out.push((field, e.clone()));
-            }
-        };
-        for (i, (_, c)) in self.match_conditions.iter().enumerate() {
-            push(format!("spec.matchConditions[{i}].expression"), c);
-        }
-        for (i, (_, c)) in self.variables.iter().enumerate() {
-            push(format!("spec.variables[{i}].expression"), c);
-        }
-        for (i, v) in self.validations.iter().enumerate() {
-            push(format!("spec.validations[{i}].expression"), &v.expression);
-            if let Some(m) = &v.message_expression {
-                push(format!("spec.validations[{i}].messageExpression"), m);
-            }
-        }
-        for (i, (_, c)) in self.audit_annotations.iter().enumerate() {
-            push(format!("spec.auditAnnotations[{i}].valueExpression"), c);
-        }
-        out
-    }
-
     fn error_action(&self) -> Action {
         match self.failure_policy {
             FailurePolicy::Ignore => Action::Admit,
@@ -436,15 +409,8 @@ impl Vars {
         }
     }
 
-    /// Replaces (or adds) one variable.
-    pub fn set(&mut self, name: &'static str, value: cel::Value) {
-        match self.base.iter_mut().find(|(n, _)| *n == name) {
-            Some(slot) => slot.1 = value,
-            None => self.base.push((name, value)),
-        }
-    }
-
-    fn bound(&self) -> Vec<(&str, cel::Value)> {
+    /// Every variable, `variables` included once bound.
+    pub fn bound(&self) -> Vec<(&str, cel::Value)> {
         let mut out: Vec<(&str, cel::Value)> =
             self.base.iter().map(|(n, v)| (*n, v.clone())).collect();
         if let Some(vars) = &self.variables {
@@ -527,7 +493,6 @@ mod tests {
         let d = &p.validate(&mut vars(json!({"spec": {"replicas": 1}}), Value::Null)).decisions[0];
         assert_eq!(d.action, Action::Admit);
         let broken = policy(json!({"validations": [{"expression": "object.spec.replicas >"}]}));
-        assert_eq!(broken.compile_errors().len(), 1);
         let d = &broken.validate(&mut vars(json!({}), Value::Null)).decisions[0];
         assert!(d.message.starts_with("compilation error: compilation failed: "), "{d:?}");
     }

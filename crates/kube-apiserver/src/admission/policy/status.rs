@@ -120,3 +120,25 @@ pub fn start(informer: Informer, store: &Store, stores: Stores, stop: Cancellati
         }
     });
 }
+
+/// The post-start hook's name.
+pub const HOOK_NAME: &str = "validatingadmissionpolicy-status-controller";
+
+/// The post-start hook starting the controller on the shared policy informer.
+pub fn hook(
+    informers: &crate::informers::SharedInformers,
+) -> Option<apiserver::server::hooks::PostStartHookFn> {
+    let stores = informers.stores().clone();
+    let key = (
+        "admissionregistration.k8s.io".to_string(),
+        "validatingadmissionpolicies".to_string(),
+    );
+    let store = stores.get(&key)?.clone();
+    let informers = informers.clone();
+    Some(Arc::new(move |ctx| {
+        if let Some(informer) = informers.informer(&key.0, &key.1) {
+            start(informer, &store, stores.clone(), ctx.stop.clone());
+        }
+        Box::pin(async { Ok(()) })
+    }))
+}

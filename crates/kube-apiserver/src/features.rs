@@ -123,31 +123,49 @@ mod tests {
     fn serves_v1beta1(o: &Options) -> bool {
         served_groups(o, crate::apis::builtin_groups())
             .iter()
-            .any(|g| g.group == "admissionregistration.k8s.io" && g.versions.iter().any(|(v, _)| *v == "v1beta1"))
+            .any(|g| {
+                g.group == "admissionregistration.k8s.io"
+                    && g.versions.iter().any(|(v, _)| *v == "v1beta1")
+            })
     }
 
     #[test]
     fn mutating_admission_policies_need_the_gate_and_the_runtime_config() {
         assert!(!serves_v1beta1(&opts(&[])));
-        assert!(!serves_v1beta1(&opts(&["--runtime-config=admissionregistration.k8s.io/v1beta1=true"])));
-        assert!(!serves_v1beta1(&opts(&["--feature-gates=MutatingAdmissionPolicy=true"])));
+        assert!(!serves_v1beta1(&opts(&[
+            "--runtime-config=admissionregistration.k8s.io/v1beta1=true"
+        ])));
+        assert!(!serves_v1beta1(&opts(&[
+            "--feature-gates=MutatingAdmissionPolicy=true"
+        ])));
         let both = opts(&[
             "--feature-gates=MutatingAdmissionPolicy=true",
             "--runtime-config=admissionregistration.k8s.io/v1beta1=true",
         ]);
         assert!(serves_v1beta1(&both));
         assert!(enabled(&both, "MutatingAdmissionPolicy"));
-        assert!(serves_v1beta1(&opts(&["--feature-gates=MutatingAdmissionPolicy=true", "--runtime-config=api/beta=true"])));
+        assert!(serves_v1beta1(&opts(&[
+            "--feature-gates=MutatingAdmissionPolicy=true",
+            "--runtime-config=api/beta=true"
+        ])));
     }
 
     #[test]
     fn malformed_values_are_refused() {
-        assert_eq!(validate_feature_gates(&["MutatingAdmissionPolicy".into()]), vec!["missing bool value for MutatingAdmissionPolicy"]);
+        assert_eq!(
+            validate_feature_gates(&["MutatingAdmissionPolicy".into()]),
+            vec!["missing bool value for MutatingAdmissionPolicy"]
+        );
         assert_eq!(
             validate_feature_gates(&["MutatingAdmissionPolicy=yes".into()]),
-            vec!["invalid value of MutatingAdmissionPolicy=yes, err: strconv.ParseBool: parsing \"yes\": invalid syntax"]
+            vec![
+                "invalid value of MutatingAdmissionPolicy=yes, err: strconv.ParseBool: parsing \"yes\": invalid syntax"
+            ]
         );
         assert!(validate_feature_gates(&["SomethingElse=true".into()]).is_empty());
-        assert_eq!(validate_runtime_config(&["admissionregistration.k8s.io/v1beta1=maybe".into()]), vec!["invalid value admissionregistration.k8s.io/v1beta1=maybe"]);
+        assert_eq!(
+            validate_runtime_config(&["admissionregistration.k8s.io/v1beta1=maybe".into()]),
+            vec!["invalid value admissionregistration.k8s.io/v1beta1=maybe"]
+        );
     }
 }

@@ -544,7 +544,9 @@ impl Options {
             errors.push(e);
         }
         errors.extend(crate::features::validate_feature_gates(&self.feature_gates));
-        errors.extend(crate::features::validate_runtime_config(&self.runtime_config));
+        errors.extend(crate::features::validate_runtime_config(
+            &self.runtime_config,
+        ));
         if self.encryption_provider_config.is_none()
             && self.encryption_provider_config_automatic_reload
         {

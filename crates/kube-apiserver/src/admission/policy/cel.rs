@@ -88,7 +88,11 @@ impl Program {
     }
 
     /// Evaluates with `vars` bound, charging the cost to `budget`.
-    pub fn eval(&self, vars: &[(&str, cel::Value)], budget: &mut u64) -> Result<cel::Value, EvalError> {
+    pub fn eval(
+        &self,
+        vars: &[(&str, cel::Value)],
+        budget: &mut u64,
+    ) -> Result<cel::Value, EvalError> {
         let ast = self.ast.clone();
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             BASE.with(|base| {
@@ -103,7 +107,9 @@ impl Program {
         }));
         let (value, used) = result.unwrap_or_else(|_| {
             (
-                Err(EvalError::Failed("internal error evaluating expression".into())),
+                Err(EvalError::Failed(
+                    "internal error evaluating expression".into(),
+                )),
                 0,
             )
         });
@@ -277,7 +283,9 @@ impl Meter {
                 let mut out: HashMap<Key, cel::Value> = HashMap::new();
                 for entry in &object.entries {
                     let EntryExpr::StructField(field) = &entry.expr else {
-                        return Err(EvalError::Failed("unexpected map entry in an object".into()));
+                        return Err(EvalError::Failed(
+                            "unexpected map entry in an object".into(),
+                        ));
                     };
                     let value = self.eval(&field.value, ctx)?;
                     let value = if field.optional {
@@ -298,7 +306,11 @@ impl Meter {
                 let range = self.eval(&c.iter_range, ctx)?;
                 let items: Vec<cel::Value> = match &range {
                     cel::Value::List(items) => items.iter().cloned().collect(),
-                    cel::Value::Map(map) => map.map.keys().map(|k| cel::Value::from(k.clone())).collect(),
+                    cel::Value::Map(map) => map
+                        .map
+                        .keys()
+                        .map(|k| cel::Value::from(k.clone()))
+                        .collect(),
                     other => {
                         return Err(EvalError::Failed(format!(
                             "no such overload: cannot iterate over {other:?}"
@@ -325,7 +337,12 @@ impl Meter {
         }
     }
 
-    fn call(&mut self, e: &IdedExpr, call: &CallExpr, ctx: &Context) -> Result<cel::Value, EvalError> {
+    fn call(
+        &mut self,
+        e: &IdedExpr,
+        call: &CallExpr,
+        ctx: &Context,
+    ) -> Result<cel::Value, EvalError> {
         let name = call.func_name.as_str();
         if name == operators::CONDITIONAL && call.args.len() == 3 {
             return match self.eval(&call.args[0], ctx)? {
@@ -334,7 +351,8 @@ impl Meter {
                 _ => Err(EvalError::Failed("no such overload".into())),
             };
         }
-        if (name == operators::LOGICAL_AND || name == operators::LOGICAL_OR) && call.args.len() == 2 {
+        if (name == operators::LOGICAL_AND || name == operators::LOGICAL_OR) && call.args.len() == 2
+        {
             let decisive = name == operators::LOGICAL_OR;
             let left = self.eval(&call.args[0], ctx);
             if let Err(EvalError::CostLimit) = left {
@@ -419,7 +437,9 @@ pub fn to_json(v: &cel::Value) -> Result<Value, String> {
             .ok_or_else(|| format!("cannot represent {f} in JSON"))?,
         cel::Value::String(s) => Value::String(s.to_string()),
         cel::Value::Bytes(b) => Value::String(String::from_utf8_lossy(b).into_owned()),
-        cel::Value::List(items) => Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
+        cel::Value::List(items) => {
+            Value::Array(items.iter().map(to_json).collect::<Result<_, _>>()?)
+        }
         cel::Value::Map(map) => {
             let mut out = serde_json::Map::new();
             for (k, v) in map.map.iter() {
@@ -479,23 +499,54 @@ mod tests {
 
     #[test]
     fn evaluates_as_the_interpreter_does() {
-        let object = json!({"spec": {"replicas": 3, "tags": ["a", "b"]}, "metadata": {"name": "x"}});
+        let object =
+            json!({"spec": {"replicas": 3, "tags": ["a", "b"]}, "metadata": {"name": "x"}});
         let vars = [("object", object)];
-        assert_eq!(run("object.spec.replicas <= 5", &vars), Ok(cel::Value::Bool(true)));
-        assert_eq!(run("object.spec.tags.all(t, t.size() == 1)", &vars), Ok(cel::Value::Bool(true)));
-        assert_eq!(run("object.spec.tags.exists(t, t == 'c')", &vars), Ok(cel::Value::Bool(false)));
-        assert_eq!(run("object.spec.tags.map(t, t + '!')[1]", &vars), Ok(cel::Value::String(Arc::new("b!".into()))));
-        assert_eq!(run("has(object.spec.missing) ? 1 : 2", &vars), Ok(cel::Value::Int(2)));
-        assert_eq!(run("'replicas: ' + string(object.spec.replicas)", &vars), Ok(cel::Value::String(Arc::new("replicas: 3".into()))));
-        assert_eq!(run("object.metadata.name.matches('^x$') && true", &vars), Ok(cel::Value::Bool(true)));
-        assert_eq!(run("{'a': 1}['a'] + [1, 2].size()", &vars), Ok(cel::Value::Int(3)));
+        assert_eq!(
+            run("object.spec.replicas <= 5", &vars),
+            Ok(cel::Value::Bool(true))
+        );
+        assert_eq!(
+            run("object.spec.tags.all(t, t.size() == 1)", &vars),
+            Ok(cel::Value::Bool(true))
+        );
+        assert_eq!(
+            run("object.spec.tags.exists(t, t == 'c')", &vars),
+            Ok(cel::Value::Bool(false))
+        );
+        assert_eq!(
+            run("object.spec.tags.map(t, t + '!')[1]", &vars),
+            Ok(cel::Value::String(Arc::new("b!".into())))
+        );
+        assert_eq!(
+            run("has(object.spec.missing) ? 1 : 2", &vars),
+            Ok(cel::Value::Int(2))
+        );
+        assert_eq!(
+            run("'replicas: ' + string(object.spec.replicas)", &vars),
+            Ok(cel::Value::String(Arc::new("replicas: 3".into())))
+        );
+        assert_eq!(
+            run("object.metadata.name.matches('^x$') && true", &vars),
+            Ok(cel::Value::Bool(true))
+        );
+        assert_eq!(
+            run("{'a': 1}['a'] + [1, 2].size()", &vars),
+            Ok(cel::Value::Int(3))
+        );
         assert_eq!(
             run("object.spec.nope > 1", &vars),
             Err(EvalError::Failed("no such key: nope".into()))
         );
         // error absorption of the logical operators, as CEL defines it
-        assert_eq!(run("object.spec.nope > 1 || true", &vars), Ok(cel::Value::Bool(true)));
-        assert_eq!(run("false && object.spec.nope > 1", &vars), Ok(cel::Value::Bool(false)));
+        assert_eq!(
+            run("object.spec.nope > 1 || true", &vars),
+            Ok(cel::Value::Bool(true))
+        );
+        assert_eq!(
+            run("false && object.spec.nope > 1", &vars),
+            Ok(cel::Value::Bool(false))
+        );
     }
 
     #[test]
@@ -505,7 +556,10 @@ mod tests {
             &[("object", json!({}))],
         )
         .unwrap();
-        assert_eq!(to_json(&v).unwrap(), json!({"metadata": {"labels": {"team": "a"}}}));
+        assert_eq!(
+            to_json(&v).unwrap(),
+            json!({"metadata": {"labels": {"team": "a"}}})
+        );
     }
 
     #[test]
@@ -513,7 +567,10 @@ mod tests {
         let list: Vec<i64> = (0..200).collect();
         let vars = [("params", json!({"l": list}))];
         assert_eq!(
-            run("params.l.all(x, params.l.all(y, params.l.all(z, x + y + z >= 0)))", &vars),
+            run(
+                "params.l.all(x, params.l.all(y, params.l.all(z, x + y + z >= 0)))",
+                &vars
+            ),
             Err(EvalError::CostLimit)
         );
         let p = Program::compile("params.l.all(x, params.l.all(y, y >= 0))", &["params"]).unwrap();

@@ -51,7 +51,10 @@ impl Compiled {
         match program.eval(&vars.bound(), budget) {
             Ok(v) => Ok(Ok(v)),
             Err(EvalError::OutOfBudget) => Err(EvalError::OutOfBudget),
-            Err(e) => Ok(Err(format!("expression '{}' resulted in error: {e}", self.text))),
+            Err(e) => Ok(Err(format!(
+                "expression '{}' resulted in error: {e}",
+                self.text
+            ))),
         }
     }
 }
@@ -122,7 +125,9 @@ impl CompiledPolicy {
         patch_env.push("JSONPatch");
         let text = |v: &Value, path: &str| str_at(v, path).unwrap_or_default().to_string();
         CompiledPolicy {
-            name: str_at(&object, "metadata.name").unwrap_or_default().to_string(),
+            name: str_at(&object, "metadata.name")
+                .unwrap_or_default()
+                .to_string(),
             failure_policy: match str_at(&spec, "failurePolicy") {
                 Some("Ignore") => FailurePolicy::Ignore,
                 _ => FailurePolicy::Fail,
@@ -130,7 +135,12 @@ impl CompiledPolicy {
             param_kind,
             match_conditions: array_at(&spec, "matchConditions")
                 .iter()
-                .map(|c| (text(c, "name"), Compiled::new(&text(c, "expression"), &conditions_env)))
+                .map(|c| {
+                    (
+                        text(c, "name"),
+                        Compiled::new(&text(c, "expression"), &conditions_env),
+                    )
+                })
                 .collect(),
             variables: array_at(&spec, "variables")
                 .iter()
@@ -149,7 +159,12 @@ impl CompiledPolicy {
                 .collect(),
             audit_annotations: array_at(&spec, "auditAnnotations")
                 .iter()
-                .map(|a| (text(a, "key"), Compiled::new(text(a, "valueExpression").trim(), &env)))
+                .map(|a| {
+                    (
+                        text(a, "key"),
+                        Compiled::new(text(a, "valueExpression").trim(), &env),
+                    )
+                })
                 .collect(),
             mutations: array_at(&spec, "mutations")
                 .iter()
@@ -305,13 +320,19 @@ impl CompiledPolicy {
                         message = validation.message.trim().to_string();
                     }
                     if message.is_empty() {
-                        message = format!("failed expression: {}", validation.expression.text.trim());
+                        message =
+                            format!("failed expression: {}", validation.expression.text.trim());
                     }
                     Decision {
                         action: Action::Deny,
                         eval_error: false,
                         message,
-                        reason: Some(validation.reason.clone().unwrap_or_else(|| "Invalid".into())),
+                        reason: Some(
+                            validation
+                                .reason
+                                .clone()
+                                .unwrap_or_else(|| "Invalid".into()),
+                        ),
                         index,
                     }
                 }
@@ -471,12 +492,21 @@ mod tests {
             "auditAnnotations": [{"key": "replicas", "valueExpression": "string(object.spec.replicas)"}]}));
         let params = json!({"data": {"max": "5"}});
         let ok = p.validate(&mut vars(json!({"spec": {"replicas": 3}}), params.clone()));
-        assert!(ok.decisions.iter().all(|d| d.action == Action::Admit), "{ok:?}");
-        assert_eq!(ok.annotations, vec![("replicas".into(), AnnotationAction::Publish("3".into()))]);
+        assert!(
+            ok.decisions.iter().all(|d| d.action == Action::Admit),
+            "{ok:?}"
+        );
+        assert_eq!(
+            ok.annotations,
+            vec![("replicas".into(), AnnotationAction::Publish("3".into()))]
+        );
         let denied = p.validate(&mut vars(json!({"spec": {"replicas": 7}}), params.clone()));
         assert_eq!(denied.decisions[0].message, "replicas must be at most 5");
         assert_eq!(denied.decisions[0].reason.as_deref(), Some("Invalid"));
-        assert_eq!(denied.decisions[2].message, "failed expression: object.spec.replicas != 7");
+        assert_eq!(
+            denied.decisions[2].message,
+            "failed expression: object.spec.replicas != 7"
+        );
         let zero = p.validate(&mut vars(json!({"spec": {"replicas": 0}}), params));
         assert_eq!(zero.decisions[1].message, "at least one");
         assert_eq!(zero.decisions[1].reason.as_deref(), Some("Forbidden"));
@@ -485,16 +515,27 @@ mod tests {
     #[test]
     fn errors_follow_the_failure_policy() {
         let mut p = policy(json!({"validations": [{"expression": "object.spec.replicass > 1"}]}));
-        let d = &p.validate(&mut vars(json!({"spec": {"replicas": 1}}), Value::Null)).decisions[0];
+        let d = &p
+            .validate(&mut vars(json!({"spec": {"replicas": 1}}), Value::Null))
+            .decisions[0];
         assert_eq!(d.action, Action::Deny);
         assert!(d.eval_error);
-        assert_eq!(d.message, "expression 'object.spec.replicass > 1' resulted in error: no such key: replicass");
+        assert_eq!(
+            d.message,
+            "expression 'object.spec.replicass > 1' resulted in error: no such key: replicass"
+        );
         p.failure_policy = FailurePolicy::Ignore;
-        let d = &p.validate(&mut vars(json!({"spec": {"replicas": 1}}), Value::Null)).decisions[0];
+        let d = &p
+            .validate(&mut vars(json!({"spec": {"replicas": 1}}), Value::Null))
+            .decisions[0];
         assert_eq!(d.action, Action::Admit);
         let broken = policy(json!({"validations": [{"expression": "object.spec.replicas >"}]}));
         let d = &broken.validate(&mut vars(json!({}), Value::Null)).decisions[0];
-        assert!(d.message.starts_with("compilation error: compilation failed: "), "{d:?}");
+        assert!(
+            d.message
+                .starts_with("compilation error: compilation failed: "),
+            "{d:?}"
+        );
     }
 
     #[test]
@@ -502,10 +543,22 @@ mod tests {
         let p = policy(json!({
             "matchConditions": [{"name": "big", "expression": "object.spec.replicas > 10"}],
             "validations": [{"expression": "false"}]}));
-        assert!(p.validate(&mut vars(json!({"spec": {"replicas": 1}}), Value::Null)).decisions.is_empty());
-        assert_eq!(p.validate(&mut vars(json!({"spec": {"replicas": 11}}), Value::Null)).decisions.len(), 1);
+        assert!(
+            p.validate(&mut vars(json!({"spec": {"replicas": 1}}), Value::Null))
+                .decisions
+                .is_empty()
+        );
+        assert_eq!(
+            p.validate(&mut vars(json!({"spec": {"replicas": 11}}), Value::Null))
+                .decisions
+                .len(),
+            1
+        );
         let err = p.validate(&mut vars(json!({"spec": {}}), Value::Null));
-        assert_eq!(err.decisions[0].message, "expression 'object.spec.replicas > 10' resulted in error: no such key: replicas");
+        assert_eq!(
+            err.decisions[0].message,
+            "expression 'object.spec.replicas > 10' resulted in error: no such key: replicas"
+        );
     }
 
     #[test]
@@ -514,6 +567,9 @@ mod tests {
             "variables": [{"name": "bad", "expression": "object.nope"}],
             "validations": [{"expression": "variables.bad == 1"}]}));
         let d = &p.validate(&mut vars(json!({}), Value::Null)).decisions[0];
-        assert_eq!(d.message, "expression 'variables.bad == 1' resulted in error: composited variable \"bad\" fails to evaluate: no such key: nope");
+        assert_eq!(
+            d.message,
+            "expression 'variables.bad == 1' resulted in error: composited variable \"bad\" fails to evaluate: no such key: nope"
+        );
     }
 }

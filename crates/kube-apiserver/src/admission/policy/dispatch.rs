@@ -74,7 +74,8 @@ impl Lookups {
 
     /// The namespace object of the request (none for cluster-scoped requests and namespaces).
     pub fn namespace(&self, attrs: &Attributes) -> Option<Arc<Value>> {
-        let is_namespace = attrs.resource.group.is_empty() && attrs.resource.resource == "namespaces";
+        let is_namespace =
+            attrs.resource.group.is_empty() && attrs.resource.resource == "namespaces";
         if attrs.namespace.is_empty() || is_namespace {
             return None;
         }
@@ -126,14 +127,21 @@ impl Lookups {
             .as_ref()
             .map(|(a, k)| format!("&ParamKind{{APIVersion:{a},Kind:{k},}}"))
             .unwrap_or_default();
-        params::collect(source, &kind_text, get(binding, "spec.paramRef"), &attrs.namespace).await
+        params::collect(
+            source,
+            &kind_text,
+            get(binding, "spec.paramRef"),
+            &attrs.namespace,
+        )
+        .await
     }
 }
 
 /// Upstream's `request` variable (an `admission.k8s.io/v1` AdmissionRequest without the
 /// objects) for a request whose rules matched `version` of its resource.
 pub fn request_variable(attrs: &Attributes, version: &str) -> Value {
-    let kind = json!({"group": attrs.kind.group, "version": attrs.kind.version, "kind": attrs.kind.kind});
+    let kind =
+        json!({"group": attrs.kind.group, "version": attrs.kind.version, "kind": attrs.kind.kind});
     let resource = json!({"group": attrs.resource.group, "version": attrs.resource.version, "resource": attrs.resource.resource});
     let mut matched_resource = resource.clone();
     matched_resource["version"] = json!(version);

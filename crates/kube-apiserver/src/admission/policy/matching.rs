@@ -179,8 +179,15 @@ mod tests {
         assert!(rule_matches(&rule(json!("deployments")), &r, "v1"));
         assert!(rule_matches(&rule(json!("*")), &r, "v1"));
         assert!(!rule_matches(&rule(json!("deployments/scale")), &r, "v1"));
-        let scale = Request { subresource: "scale", ..r };
-        assert!(rule_matches(&rule(json!("deployments/scale")), &scale, "v1"));
+        let scale = Request {
+            subresource: "scale",
+            ..r
+        };
+        assert!(rule_matches(
+            &rule(json!("deployments/scale")),
+            &scale,
+            "v1"
+        ));
         assert!(rule_matches(&rule(json!("*/*")), &scale, "v1"));
         assert!(!rule_matches(&rule(json!("*")), &scale, "v1"));
         let mut cluster = rule(json!("*"));
@@ -197,7 +204,12 @@ mod tests {
 
     #[test]
     fn equivalent_versions_match_with_the_equivalent_policy_only() {
-        let r = Request { group: "autoscaling", version: "v1", resource: "horizontalpodautoscalers", ..req(None) };
+        let r = Request {
+            group: "autoscaling",
+            version: "v1",
+            resource: "horizontalpodautoscalers",
+            ..req(None)
+        };
         let mut mr = json!({"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v2"],
             "resources": ["horizontalpodautoscalers"]}], "matchPolicy": "Equivalent"});
         let served = ["v2".to_string(), "v1".to_string()];
@@ -212,13 +224,26 @@ mod tests {
         let r = req(Some(&labelled));
         let prod = json!({"matchLabels": {"env": "prod"}});
         assert!(object_selector_matches(Some(&prod), &r));
-        assert!(!object_selector_matches(Some(&json!({"matchLabels": {"env": "dev"}})), &r));
+        assert!(!object_selector_matches(
+            Some(&json!({"matchLabels": {"env": "dev"}})),
+            &r
+        ));
         assert!(object_selector_matches(Some(&json!({})), &r));
         assert!(namespace_selector_matches(Some(&prod), &r, Some(&labelled)));
         assert!(!namespace_selector_matches(Some(&prod), &r, None));
-        let cluster = Request { namespace: "", group: "", resource: "nodes", ..r };
+        let cluster = Request {
+            namespace: "",
+            group: "",
+            resource: "nodes",
+            ..r
+        };
         assert!(namespace_selector_matches(Some(&prod), &cluster, None));
-        let ns = Request { namespace: "", group: "", resource: "namespaces", ..r };
+        let ns = Request {
+            namespace: "",
+            group: "",
+            resource: "namespaces",
+            ..r
+        };
         assert!(namespace_selector_matches(Some(&prod), &ns, None));
     }
 }

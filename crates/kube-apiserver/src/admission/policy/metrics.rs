@@ -8,7 +8,12 @@ use std::time::Duration;
 
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, Opts};
 
-const LABELS: [&str; 4] = ["policy", "policy_binding", "error_type", "enforcement_action"];
+const LABELS: [&str; 4] = [
+    "policy",
+    "policy_binding",
+    "error_type",
+    "enforcement_action",
+];
 
 struct Metrics {
     check: IntCounterVec,
@@ -34,8 +39,12 @@ fn build() -> Result<Metrics, prometheus::Error> {
         )?,
     };
     if let Some(global) = apiserver::metrics::global() {
-        global.registry().register(Box::new(metrics.check.clone()))?;
-        global.registry().register(Box::new(metrics.latency.clone()))?;
+        global
+            .registry()
+            .register(Box::new(metrics.check.clone()))?;
+        global
+            .registry()
+            .register(Box::new(metrics.latency.clone()))?;
     }
     Ok(metrics)
 }
@@ -59,6 +68,8 @@ pub fn observe(policy: &str, binding: &str, action: &str, error_type: &str, elap
     if let Some(m) = METRICS.as_ref() {
         let labels = [policy, binding, error_type, action];
         m.check.with_label_values(&labels).inc();
-        m.latency.with_label_values(&labels).observe(elapsed.as_secs_f64());
+        m.latency
+            .with_label_values(&labels)
+            .observe(elapsed.as_secs_f64());
     }
 }

@@ -55,7 +55,10 @@ fn name_of(obj: &Value) -> String {
 impl MutatingPolicies {
     /// Runs the resource's apply schema through `f`.
     fn with_schema<R>(&self, attrs: &Attributes, f: impl FnOnce(&dyn ApplySchema) -> R) -> R {
-        let key = (attrs.resource.group.clone(), attrs.resource.resource.clone());
+        let key = (
+            attrs.resource.group.clone(),
+            attrs.resource.resource.clone(),
+        );
         let schema = self
             .stores
             .get(&key)
@@ -98,16 +101,20 @@ impl MutatingPolicies {
                 .program
                 .as_ref()
                 .map_err(|e| format!("compilation error: {e}"))?;
-            let result = program.eval(&vars.bound(), &mut budget).map_err(|e| match e {
-                EvalError::Failed(_) | EvalError::CostLimit => {
-                    format!("expression '{}' resulted in error: {e}", expression.text)
-                }
-                EvalError::OutOfBudget => e.to_string(),
-            })?;
+            let result = program
+                .eval(&vars.bound(), &mut budget)
+                .map_err(|e| match e {
+                    EvalError::Failed(_) | EvalError::CostLimit => {
+                        format!("expression '{}' resulted in error: {e}", expression.text)
+                    }
+                    EvalError::OutOfBudget => e.to_string(),
+                })?;
             let patched = if patch_type == "JSONPatch" {
                 json_patch(&current, &result)?
             } else {
-                self.with_schema(attrs, |schema| apply_configuration(&current, &result, schema))?
+                self.with_schema(attrs, |schema| {
+                    apply_configuration(&current, &result, schema)
+                })?
             };
             attrs.object = Some(patched);
         }
@@ -157,15 +164,24 @@ impl Plugin for MutatingPolicies {
         let namespace_value = namespace_variable(namespace.as_deref());
         for (policy, bindings) in source.hooks() {
             let req = request_of(attrs);
-            let constraints = get(&policy.object, "spec.matchConstraints").cloned().unwrap_or(Value::Null);
-            let Some(version) = self.lookups.matches(&constraints, &req, namespace.as_deref()) else {
+            let constraints = get(&policy.object, "spec.matchConstraints")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let Some(version) = self
+                .lookups
+                .matches(&constraints, &req, namespace.as_deref())
+            else {
                 continue;
             };
             let param_source = match self.lookups.param_source(&policy) {
                 Ok(s) => s,
                 Err(e) => {
                     if policy.failure_policy == FailurePolicy::Fail {
-                        errors.push(PolicyError { policy: policy.name.clone(), binding: String::new(), message: e });
+                        errors.push(PolicyError {
+                            policy: policy.name.clone(),
+                            binding: String::new(),
+                            message: e,
+                        });
                     }
                     continue;
                 }
@@ -174,16 +190,27 @@ impl Plugin for MutatingPolicies {
             for binding in &bindings {
                 let req = request_of(attrs);
                 if let Some(mr) = get(binding, "spec.matchResources").filter(|m| m.is_object())
-                    && self.lookups.matches(mr, &req, namespace.as_deref()).is_none()
+                    && self
+                        .lookups
+                        .matches(mr, &req, namespace.as_deref())
+                        .is_none()
                 {
                     continue;
                 }
                 let binding_name = name_of(binding);
-                let params = match self.lookups.params(&policy, param_source.as_ref(), binding, attrs).await {
+                let params = match self
+                    .lookups
+                    .params(&policy, param_source.as_ref(), binding, attrs)
+                    .await
+                {
                     Ok(p) => p,
                     Err(e) => {
                         if policy.failure_policy == FailurePolicy::Fail {
-                            errors.push(PolicyError { policy: policy.name.clone(), binding: binding_name, message: e });
+                            errors.push(PolicyError {
+                                policy: policy.name.clone(),
+                                binding: binding_name,
+                                message: e,
+                            });
                         }
                         continue;
                     }
@@ -192,16 +219,29 @@ impl Plugin for MutatingPolicies {
                     let key = format!(
                         "{}/{binding_name}/{}",
                         policy.name,
-                        param.as_deref().map(|p| format!("{}/{}", str_at(p, "metadata.namespace").unwrap_or_default(), name_of(p))).unwrap_or_default()
+                        param
+                            .as_deref()
+                            .map(|p| format!(
+                                "{}/{}",
+                                str_at(p, "metadata.namespace").unwrap_or_default(),
+                                name_of(p)
+                            ))
+                            .unwrap_or_default()
                     );
                     if reinvoke && !memory.reinvocable.contains(&key) {
                         continue;
                     }
                     let before = attrs.object.clone();
-                    if let Err(message) = self.mutate(&policy, attrs, &request, param.as_deref(), &namespace_value) {
+                    if let Err(message) =
+                        self.mutate(&policy, attrs, &request, param.as_deref(), &namespace_value)
+                    {
                         attrs.object = before;
                         if policy.failure_policy == FailurePolicy::Fail {
-                            errors.push(PolicyError { policy: policy.name.clone(), binding: binding_name.clone(), message });
+                            errors.push(PolicyError {
+                                policy: policy.name.clone(),
+                                binding: binding_name.clone(),
+                                message,
+                            });
                         }
                         continue;
                     }
@@ -224,7 +264,10 @@ impl Plugin for MutatingPolicies {
             return Ok(());
         };
         let message = if first.binding.is_empty() {
-            format!("policy {:?} denied request: {}", first.policy, first.message)
+            format!(
+                "policy {:?} denied request: {}",
+                first.policy, first.message
+            )
         } else {
             format!(
                 "policy '{}' with binding '{}' denied request: {}",
@@ -242,9 +285,15 @@ impl Plugin for MutatingPolicies {
 
 /// The plugin's constructor: acts only with the feature gate on and the resources served.
 pub fn new(ctx: &crate::admission::PluginContext) -> Result<Arc<dyn Plugin>, String> {
-    let informer = |resource: &str| ctx.informers.informer("admissionregistration.k8s.io", resource);
+    let informer = |resource: &str| {
+        ctx.informers
+            .informer("admissionregistration.k8s.io", resource)
+    };
     let source = if crate::features::enabled(&ctx.options, NAME) {
-        match (informer("mutatingadmissionpolicies"), informer("mutatingadmissionpolicybindings")) {
+        match (
+            informer("mutatingadmissionpolicies"),
+            informer("mutatingadmissionpolicybindings"),
+        ) {
             (Some(policies), Some(bindings)) => Some(PolicySource::new(policies, bindings)),
             _ => None,
         }

@@ -47,7 +47,9 @@ pub fn json_patch(object: &Value, result: &cel::Value) -> Result<Value, String> 
             ));
         };
         let op = to_json(item).map_err(|e| {
-            format!("JSONPath valueExpression evaluated to a type that could not marshal to JSON: {e}")
+            format!(
+                "JSONPath valueExpression evaluated to a type that could not marshal to JSON: {e}"
+            )
         })?;
         operations.push(op);
     }
@@ -68,16 +70,23 @@ mod tests {
     fn eval(text: &str, object: &Value) -> cel::Value {
         let p = Program::compile(text, &["object", "JSONPatch"]).unwrap();
         let mut budget = RUNTIME_BUDGET;
-        p.eval(&[("object", from_json(object))], &mut budget).unwrap()
+        p.eval(&[("object", from_json(object))], &mut budget)
+            .unwrap()
     }
 
     #[test]
     fn apply_configurations_merge_into_the_object() {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "c", "labels": {"keep": "yes"}}, "data": {"a": "1"}});
-        let result = eval("Object{metadata: Object.metadata{labels: {'team': 'blue'}}}", &cm);
+        let result = eval(
+            "Object{metadata: Object.metadata{labels: {'team': 'blue'}}}",
+            &cm,
+        );
         let out = apply_configuration(&cm, &result, &DeducedSchema).unwrap();
-        assert_eq!(out["metadata"]["labels"], json!({"keep": "yes", "team": "blue"}));
+        assert_eq!(
+            out["metadata"]["labels"],
+            json!({"keep": "yes", "team": "blue"})
+        );
         assert_eq!(out["data"], json!({"a": "1"}));
         let not_object = eval("'x'", &cm);
         assert_eq!(
@@ -93,9 +102,16 @@ mod tests {
             "[JSONPatch{op: 'add', path: '/data/b', value: object.data.a + '2'}, JSONPatch{op: 'remove', path: '/data/a'}]",
             &cm,
         );
-        assert_eq!(json_patch(&cm, &result).unwrap()["data"], json!({"b": "12"}));
+        assert_eq!(
+            json_patch(&cm, &result).unwrap()["data"],
+            json!({"b": "12"})
+        );
         let bad = eval("[JSONPatch{op: 'remove', path: '/data/zzz'}]", &cm);
-        assert!(json_patch(&cm, &bad).unwrap_err().starts_with("JSON Patch: "));
+        assert!(
+            json_patch(&cm, &bad)
+                .unwrap_err()
+                .starts_with("JSON Patch: ")
+        );
         assert_eq!(
             json_patch(&cm, &eval("1", &cm)).unwrap_err(),
             "type mismatch: JSONPatchType.expression should evaluate to array"

@@ -114,12 +114,7 @@ impl PolicySource {
         }
         by_policy
             .into_iter()
-            .filter_map(|(name, bindings)| {
-                state
-                    .policies
-                    .get(name)
-                    .map(|p| (p.clone(), bindings))
-            })
+            .filter_map(|(name, bindings)| state.policies.get(name).map(|p| (p.clone(), bindings)))
             .collect()
     }
 }

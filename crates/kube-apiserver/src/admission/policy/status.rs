@@ -34,7 +34,11 @@ pub fn policy_status(policy: &Arc<Value>, stores: &Stores) -> Value {
         let Some((document, definition)) = store.strategy().and_then(|s| s.patch_schema()) else {
             continue;
         };
-        documents.push((format!("{}, Kind={}", info.api_version(), info.kind), document, definition));
+        documents.push((
+            format!("{}, Kind={}", info.api_version(), info.kind),
+            document,
+            definition,
+        ));
         if documents.len() == MAX_TYPES_TO_CHECK {
             break;
         }
@@ -42,7 +46,11 @@ pub fn policy_status(policy: &Arc<Value>, stores: &Stores) -> Value {
     let kinds: Vec<KindSchema<'_>> = documents
         .iter()
         .filter_map(|(gvk, document, definition)| {
-            let gvk = if gvk.contains('/') { gvk.clone() } else { format!("/{gvk}") };
+            let gvk = if gvk.contains('/') {
+                gvk.clone()
+            } else {
+                format!("/{gvk}")
+            };
             OpenApiSchema::for_definition(document, definition).map(|schema| KindSchema {
                 gvk,
                 schema: Box::new(schema),
@@ -53,7 +61,11 @@ pub fn policy_status(policy: &Arc<Value>, stores: &Stores) -> Value {
         .into_iter()
         .map(|(field_ref, warning)| json!({"fieldRef": field_ref, "warning": warning}))
         .collect();
-    let mut status = policy.get("status").cloned().filter(Value::is_object).unwrap_or_else(|| json!({}));
+    let mut status = policy
+        .get("status")
+        .cloned()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
     status["observedGeneration"] = json!(i64_at(policy, "metadata.generation").unwrap_or(0));
     status["typeChecking"] = if warnings.is_empty() {
         json!({})
@@ -69,7 +81,9 @@ fn needs_sync(policy: &Value) -> bool {
 }
 
 async fn sync(policy: &Arc<Value>, status_store: &StatusStore, stores: &Stores) {
-    let name = str_at(policy, "metadata.name").unwrap_or_default().to_string();
+    let name = str_at(policy, "metadata.name")
+        .unwrap_or_default()
+        .to_string();
     let status = policy_status(policy, stores);
     let generation = i64_at(policy, "metadata.generation").unwrap_or(0);
     let update = Box::new(move |current: Option<&Value>| {
@@ -87,7 +101,13 @@ async fn sync(policy: &Arc<Value>, status_store: &StatusStore, stores: &Stores) 
         Ok(current)
     });
     if let Err(err) = status_store
-        .update(&RequestContext::default(), &name, update, &UpdateOptions::default(), false)
+        .update(
+            &RequestContext::default(),
+            &name,
+            update,
+            &UpdateOptions::default(),
+            false,
+        )
         .await
     {
         tracing::warn!("unable to update the status of validatingadmissionpolicy {name}: {err}");

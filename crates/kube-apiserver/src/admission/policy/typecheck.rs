@@ -31,7 +31,11 @@ pub fn resources_to_check(policy: &serde_json::Value) -> Vec<(String, String, St
     let strings = |rule: &serde_json::Value, key: &str| -> Vec<String> {
         rule.get(key)
             .and_then(serde_json::Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let mut out = Vec::new();
@@ -195,7 +199,13 @@ fn collect_chains(e: &IdedExpr, out: &mut Vec<Chain>) {
             }
         }),
         Expr::Comprehension(c) => {
-            for x in [&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result] {
+            for x in [
+                &c.iter_range,
+                &c.accu_init,
+                &c.loop_cond,
+                &c.loop_step,
+                &c.result,
+            ] {
                 collect_chains(x, out);
             }
         }
@@ -245,7 +255,9 @@ mod tests {
         let p = Program::compile(text, &["object"]).unwrap();
         assert_eq!(
             undefined_fields(p.ast(), text, &schema),
-            vec!["ERROR: <input>:1:12: undefined field 'replicass'\n | object.spec.replicass > 1\n | ...........^"]
+            vec![
+                "ERROR: <input>:1:12: undefined field 'replicass'\n | object.spec.replicass > 1\n | ...........^"
+            ]
         );
         let fine = "object.spec.replicas > 1 && object.metadata.labels.team == 'a' && has(object.metadata.name)";
         let p = Program::compile(fine, &["object"]).unwrap();
@@ -270,6 +282,12 @@ mod tests {
         let warnings = check(&policy, &kinds);
         assert_eq!(warnings.len(), 1);
         assert_eq!(warnings[0].0, "spec.validations[0].expression");
-        assert!(warnings[0].1.starts_with("apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'spek'"), "{}", warnings[0].1);
+        assert!(
+            warnings[0].1.starts_with(
+                "apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'spek'"
+            ),
+            "{}",
+            warnings[0].1
+        );
     }
 }

@@ -62,7 +62,12 @@ fn name_of(obj: &Value) -> String {
 }
 
 impl ValidatingPolicies {
-    fn config_error(policy: &CompiledPolicy, binding: Option<&Value>, err: &str, denied: &mut Vec<Denied>) {
+    fn config_error(
+        policy: &CompiledPolicy,
+        binding: Option<&Value>,
+        err: &str,
+        denied: &mut Vec<Denied>,
+    ) {
         if policy.failure_policy == FailurePolicy::Ignore {
             return;
         }
@@ -84,8 +89,13 @@ impl ValidatingPolicies {
         let namespace = self.lookups.namespace(attrs);
         let namespace_value = namespace_variable(namespace.as_deref());
         for (policy, bindings) in self.source.hooks() {
-            let constraints = get(&policy.object, "spec.matchConstraints").cloned().unwrap_or(Value::Null);
-            let Some(version) = self.lookups.matches(&constraints, &req, namespace.as_deref()) else {
+            let constraints = get(&policy.object, "spec.matchConstraints")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let Some(version) = self
+                .lookups
+                .matches(&constraints, &req, namespace.as_deref())
+            else {
                 continue;
             };
             let param_source = match self.lookups.param_source(&policy) {
@@ -99,11 +109,18 @@ impl ValidatingPolicies {
             let mut annotations: BTreeMap<String, Vec<String>> = BTreeMap::new();
             for binding in &bindings {
                 if let Some(mr) = get(binding, "spec.matchResources").filter(|m| m.is_object())
-                    && self.lookups.matches(mr, &req, namespace.as_deref()).is_none()
+                    && self
+                        .lookups
+                        .matches(mr, &req, namespace.as_deref())
+                        .is_none()
                 {
                     continue;
                 }
-                let params = match self.lookups.params(&policy, param_source.as_ref(), binding, attrs).await {
+                let params = match self
+                    .lookups
+                    .params(&policy, param_source.as_ref(), binding, attrs)
+                    .await
+                {
                     Ok(p) => p,
                     Err(e) => {
                         Self::config_error(&policy, Some(binding), &e, &mut denied);
@@ -116,24 +133,52 @@ impl ValidatingPolicies {
                     .filter_map(Value::as_str)
                     .collect();
                 for param in params {
-                    let mut vars = variables(attrs, attrs.object.as_ref(), &request, param.as_deref(), &namespace_value);
+                    let mut vars = variables(
+                        attrs,
+                        attrs.object.as_ref(),
+                        &request,
+                        param.as_deref(),
+                        &namespace_value,
+                    );
                     let started = std::time::Instant::now();
                     let result = policy.validate(&mut vars);
                     let elapsed = started.elapsed();
                     for decision in &result.decisions {
                         if decision.action == Action::Admit {
                             if decision.eval_error {
-                                metrics::observe(&policy.name, &binding_name, "allow", "invalid_error", elapsed);
+                                metrics::observe(
+                                    &policy.name,
+                                    &binding_name,
+                                    "allow",
+                                    "invalid_error",
+                                    elapsed,
+                                );
                             } else {
-                                metrics::observe(&policy.name, &binding_name, "allow", "no_error", elapsed);
+                                metrics::observe(
+                                    &policy.name,
+                                    &binding_name,
+                                    "allow",
+                                    "no_error",
+                                    elapsed,
+                                );
                             }
                             continue;
                         }
-                        let error_type = if decision.eval_error { "invalid_error" } else { "no_error" };
+                        let error_type = if decision.eval_error {
+                            "invalid_error"
+                        } else {
+                            "no_error"
+                        };
                         for action in &actions {
                             match *action {
                                 "Deny" => {
-                                    metrics::observe(&policy.name, &binding_name, "deny", error_type, elapsed);
+                                    metrics::observe(
+                                        &policy.name,
+                                        &binding_name,
+                                        "deny",
+                                        error_type,
+                                        elapsed,
+                                    );
                                     denied.push(Denied {
                                         policy: policy.name.clone(),
                                         binding: Some(binding_name.clone()),
@@ -142,7 +187,13 @@ impl ValidatingPolicies {
                                     });
                                 }
                                 "Audit" => {
-                                    metrics::observe(&policy.name, &binding_name, "audit", error_type, elapsed);
+                                    metrics::observe(
+                                        &policy.name,
+                                        &binding_name,
+                                        "audit",
+                                        error_type,
+                                        elapsed,
+                                    );
                                     let value = json!([{
                                         "message": decision.message,
                                         "policy": policy.name,
@@ -150,10 +201,19 @@ impl ValidatingPolicies {
                                         "expressionIndex": decision.index,
                                         "validationActions": actions,
                                     }]);
-                                    attrs.add_annotation(VALIDATION_FAILURE_ANNOTATION, &value.to_string());
+                                    attrs.add_annotation(
+                                        VALIDATION_FAILURE_ANNOTATION,
+                                        &value.to_string(),
+                                    );
                                 }
                                 "Warn" => {
-                                    metrics::observe(&policy.name, &binding_name, "warn", error_type, elapsed);
+                                    metrics::observe(
+                                        &policy.name,
+                                        &binding_name,
+                                        "warn",
+                                        error_type,
+                                        elapsed,
+                                    );
                                     attrs.warn(&format!(
                                         "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
                                         policy.name, binding_name, decision.message
@@ -234,12 +294,19 @@ impl Plugin for ValidatingPolicies {
         };
         let base = forbidden(attrs, &message);
         let reason = first.reason.unwrap_or_else(|| "Invalid".to_string());
-        let mut details = base.0.details.clone().unwrap_or_else(StatusDetails::default);
+        let mut details = base
+            .0
+            .details
+            .clone()
+            .unwrap_or_else(StatusDetails::default);
         details.causes.push(StatusCause {
             message: message.clone(),
             ..Default::default()
         });
-        Err(ApiError::new(reason_to_code(&reason), &reason, base.0.message.clone()).with_details(details))
+        Err(
+            ApiError::new(reason_to_code(&reason), &reason, base.0.message.clone())
+                .with_details(details),
+        )
     }
 }
 

@@ -20,19 +20,27 @@ use crate::admission::policy::cel::Program;
 use crate::apis::ResourceDef;
 use crate::apis::json::{array_at, default_at, get, object_at, str_at};
 use crate::apis::strategy::{BuiltinStrategy, info};
-use crate::apis::table::{age_cell, age_column, column, format_label_selector, name_cell, name_column};
+use crate::apis::table::{
+    age_cell, age_column, column, format_label_selector, name_cell, name_column,
+};
 use crate::apis::validation::{dns1035_label, dns1123_subdomain, path_segment, qualified_name};
 
 const GROUP: &str = "admissionregistration.k8s.io";
 
 /// admissionregistration.k8s.io/v1 policy resources.
 pub fn resources() -> Vec<ResourceDef> {
-    vec![validating_admission_policies(), validating_admission_policy_bindings()]
+    vec![
+        validating_admission_policies(),
+        validating_admission_policy_bindings(),
+    ]
 }
 
 /// admissionregistration.k8s.io/v1beta1 policy resources (off unless enabled).
 pub fn resources_v1beta1() -> Vec<ResourceDef> {
-    vec![mutating_admission_policies(), mutating_admission_policy_bindings()]
+    vec![
+        mutating_admission_policies(),
+        mutating_admission_policy_bindings(),
+    ]
 }
 
 /// The validatingadmissionpolicies resource.
@@ -151,8 +159,18 @@ pub fn mutating_admission_policy_bindings() -> ResourceDef {
 fn binding_columns() -> Vec<apiserver::registry::TableColumn> {
     vec![
         name_column(),
-        column("PolicyName", "string", "PolicyName indicates the policy definition which the policy binding binded to", 0),
-        column("ParamRef", "string", "ParamRef indicates the param resource which sets the configration param", 0),
+        column(
+            "PolicyName",
+            "string",
+            "PolicyName indicates the policy definition which the policy binding binded to",
+            0,
+        ),
+        column(
+            "ParamRef",
+            "string",
+            "ParamRef indicates the param resource which sets the configration param",
+            0,
+        ),
         age_column(),
     ]
 }
@@ -160,7 +178,10 @@ fn binding_columns() -> Vec<apiserver::registry::TableColumn> {
 fn binding_row(obj: &Value) -> Vec<Value> {
     let param = match get(obj, "spec.paramRef").filter(|p| p.is_object()) {
         None => "<unset>".to_string(),
-        Some(p) => match (str_at(p, "name").filter(|n| !n.is_empty()), get(p, "selector")) {
+        Some(p) => match (
+            str_at(p, "name").filter(|n| !n.is_empty()),
+            get(p, "selector"),
+        ) {
             (Some(name), _) => match str_at(p, "namespace").filter(|n| !n.is_empty()) {
                 Some(ns) => format!("{ns}/{name}"),
                 None => format!("*/{name}"),
@@ -230,7 +251,11 @@ fn default_binding(obj: &mut Value) {
 // ---- validation ----
 
 /// The variables a policy expression may use.
-pub fn declared_variables(has_params: bool, authorizer: bool, variables: bool) -> Vec<&'static str> {
+pub fn declared_variables(
+    has_params: bool,
+    authorizer: bool,
+    variables: bool,
+) -> Vec<&'static str> {
     let mut vars = vec!["object", "oldObject", "request", "namespaceObject"];
     if has_params {
         vars.push("params");
@@ -252,12 +277,32 @@ fn compile_error(errs: &mut Vec<FieldError>, field: &str, text: &str, declared: 
 
 fn is_cel_identifier(name: &str) -> bool {
     const RESERVED: &[&str] = &[
-        "true", "false", "null", "in", "as", "break", "const", "continue", "else", "for",
-        "function", "if", "import", "let", "loop", "package", "namespace", "return", "var",
-        "void", "while",
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
     ];
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
         && !RESERVED.contains(&name)
 }
@@ -285,15 +330,27 @@ fn validate_param_kind(p: &Value, path: &str, errs: &mut Vec<FieldError>) {
             if !group.is_empty() {
                 let e = dns1123_subdomain(group);
                 if !e.is_empty() {
-                    errs.push(FieldError::invalid(&format!("{path}.apiVersion"), group, &e.join(",")));
+                    errs.push(FieldError::invalid(
+                        &format!("{path}.apiVersion"),
+                        group,
+                        &e.join(","),
+                    ));
                 }
             }
             if version.is_empty() {
-                errs.push(FieldError::invalid(&format!("{path}.apiVersion"), api_version, "version must be specified"));
+                errs.push(FieldError::invalid(
+                    &format!("{path}.apiVersion"),
+                    api_version,
+                    "version must be specified",
+                ));
             } else {
                 let e = dns1035_label(version);
                 if !e.is_empty() {
-                    errs.push(FieldError::invalid(&format!("{path}.apiVersion"), version, &e.join(",")));
+                    errs.push(FieldError::invalid(
+                        &format!("{path}.apiVersion"),
+                        version,
+                        &e.join(","),
+                    ));
                 }
             }
         }
@@ -306,7 +363,10 @@ fn validate_param_kind(p: &Value, path: &str, errs: &mut Vec<FieldError>) {
                 errs.push(FieldError::invalid(
                     &format!("{path}.kind"),
                     kind,
-                    &format!("may have mixed case, but should otherwise match: {}", e.join(",")),
+                    &format!(
+                        "may have mixed case, but should otherwise match: {}",
+                        e.join(",")
+                    ),
                 ));
             }
         }
@@ -318,11 +378,19 @@ pub fn validate_label_selector(sel: &Value, path: &str, errs: &mut Vec<FieldErro
     if let Some(Value::Object(labels)) = sel.get("matchLabels") {
         for (k, v) in labels {
             for e in qualified_name(k) {
-                errs.push(FieldError::invalid(&format!("{path}.matchLabels"), k.as_str(), &e));
+                errs.push(FieldError::invalid(
+                    &format!("{path}.matchLabels"),
+                    k.as_str(),
+                    &e,
+                ));
             }
             let value = v.as_str().unwrap_or_default();
             for e in crate::apis::validation::label_value(value) {
-                errs.push(FieldError::invalid(&format!("{path}.matchLabels"), value, &e));
+                errs.push(FieldError::invalid(
+                    &format!("{path}.matchLabels"),
+                    value,
+                    &e,
+                ));
             }
         }
     }
@@ -374,7 +442,12 @@ fn validate_rule(rule: &Value, path: &str, errs: &mut Vec<FieldError>) {
     if operations.is_empty() {
         errs.push(FieldError::required(&format!("{path}.operations"), ""));
     }
-    star_exclusive(operations, &format!("{path}.operations"), "operations", errs);
+    star_exclusive(
+        operations,
+        &format!("{path}.operations"),
+        "operations",
+        errs,
+    );
     for (i, op) in operations.iter().enumerate() {
         let op = op.as_str().unwrap_or_default();
         if !["*", "CREATE", "UPDATE", "DELETE", "CONNECT"].contains(&op) {
@@ -394,10 +467,18 @@ fn validate_rule(rule: &Value, path: &str, errs: &mut Vec<FieldError>) {
     if versions.is_empty() {
         errs.push(FieldError::required(&format!("{path}.apiVersions"), ""));
     }
-    star_exclusive(versions, &format!("{path}.apiVersions"), "API versions", errs);
+    star_exclusive(
+        versions,
+        &format!("{path}.apiVersions"),
+        "API versions",
+        errs,
+    );
     for (i, v) in versions.iter().enumerate() {
         if v.as_str().is_none_or(str::is_empty) {
-            errs.push(FieldError::required(&format!("{path}.apiVersions[{i}]"), ""));
+            errs.push(FieldError::required(
+                &format!("{path}.apiVersions[{i}]"),
+                "",
+            ));
         }
     }
     let resources = array_at(rule, "resources");
@@ -417,7 +498,11 @@ fn validate_rule(rule: &Value, path: &str, errs: &mut Vec<FieldError>) {
         }
         let (res, sub) = r.split_once('/').unwrap_or((r, ""));
         if r.matches('/').count() > 1 || (r.contains('/') && sub.is_empty()) || res.is_empty() {
-            errs.push(FieldError::invalid(&p, r, "must be of the form 'resource' or 'resource/subresource'"));
+            errs.push(FieldError::invalid(
+                &p,
+                r,
+                "must be of the form 'resource' or 'resource/subresource'",
+            ));
         }
     }
     if resources.len() > 1 && resources.iter().any(|r| r == "*") {
@@ -430,7 +515,11 @@ fn validate_rule(rule: &Value, path: &str, errs: &mut Vec<FieldError>) {
     if let Some(scope) = str_at(rule, "scope")
         && !["*", "Cluster", "Namespaced"].contains(&scope)
     {
-        errs.push(FieldError::not_supported(&format!("{path}.scope"), scope, &["*", "Cluster", "Namespaced"]));
+        errs.push(FieldError::not_supported(
+            &format!("{path}.scope"),
+            scope,
+            &["*", "Cluster", "Namespaced"],
+        ));
     }
     let mut names = BTreeSet::new();
     for (i, n) in array_at(rule, "resourceNames").iter().enumerate() {
@@ -508,13 +597,23 @@ fn validate_variables(spec: &Value, has_params: bool, errs: &mut Vec<FieldError>
         let p = format!("spec.variables[{i}]");
         let name = str_at(v, "name").unwrap_or_default();
         if name.trim().is_empty() {
-            errs.push(FieldError::required(&format!("{p}.name"), "name is not specified"));
+            errs.push(FieldError::required(
+                &format!("{p}.name"),
+                "name is not specified",
+            ));
         } else if !is_cel_identifier(name) {
-            errs.push(FieldError::invalid(&format!("{p}.name"), name, "name is not a valid CEL identifier"));
+            errs.push(FieldError::invalid(
+                &format!("{p}.name"),
+                name,
+                "name is not a valid CEL identifier",
+            ));
         }
         let expression = str_at(v, "expression").unwrap_or_default();
         if expression.trim().is_empty() {
-            errs.push(FieldError::required(&format!("{p}.expression"), "expression is not specified"));
+            errs.push(FieldError::required(
+                &format!("{p}.expression"),
+                "expression is not specified",
+            ));
         } else {
             compile_error(errs, &format!("{p}.expression"), expression, &declared);
         }
@@ -527,9 +626,11 @@ fn validate_policy_common(obj: &Value, errs: &mut Vec<FieldError>) -> bool {
     let spec = get(obj, "spec").cloned().unwrap_or(Value::Null);
     match str_at(&spec, "failurePolicy") {
         None => errs.push(FieldError::required("spec.failurePolicy", "")),
-        Some(f) if !["Fail", "Ignore"].contains(&f) => {
-            errs.push(FieldError::not_supported("spec.failurePolicy", f, &["Fail", "Ignore"]))
-        }
+        Some(f) if !["Fail", "Ignore"].contains(&f) => errs.push(FieldError::not_supported(
+            "spec.failurePolicy",
+            f,
+            &["Fail", "Ignore"],
+        )),
         Some(_) => {}
     }
     let has_params = get(&spec, "paramKind").is_some_and(Value::is_object);
@@ -541,7 +642,10 @@ fn validate_policy_common(obj: &Value, errs: &mut Vec<FieldError>) -> bool {
         Some(mc) => {
             validate_match_resources(mc, "spec.matchConstraints", errs);
             if array_at(mc, "resourceRules").is_empty() {
-                errs.push(FieldError::required("spec.matchConstraints.resourceRules", ""));
+                errs.push(FieldError::required(
+                    "spec.matchConstraints.resourceRules",
+                    "",
+                ));
             }
         }
     }
@@ -569,26 +673,55 @@ fn validate_validating_policy(obj: &Value, _old: Option<&Value>) -> Vec<FieldErr
         let p = format!("spec.validations[{i}]");
         let expression = str_at(v, "expression").unwrap_or_default();
         if expression.trim().is_empty() {
-            errs.push(FieldError::required(&format!("{p}.expression"), "expression is not specified"));
+            errs.push(FieldError::required(
+                &format!("{p}.expression"),
+                "expression is not specified",
+            ));
         } else {
             compile_error(&mut errs, &format!("{p}.expression"), expression, &declared);
         }
         let message_expression = str_at(v, "messageExpression").unwrap_or_default();
         if !message_expression.is_empty() && message_expression.trim().is_empty() {
-            errs.push(FieldError::invalid(&format!("{p}.messageExpression"), message_expression, "must be non-empty if specified"));
+            errs.push(FieldError::invalid(
+                &format!("{p}.messageExpression"),
+                message_expression,
+                "must be non-empty if specified",
+            ));
         } else if !message_expression.trim().is_empty() {
-            compile_error(&mut errs, &format!("{p}.messageExpression"), message_expression, &message_declared);
+            compile_error(
+                &mut errs,
+                &format!("{p}.messageExpression"),
+                message_expression,
+                &message_declared,
+            );
         }
         let message = str_at(v, "message").unwrap_or_default();
         if !message.is_empty() && message.trim().is_empty() {
-            errs.push(FieldError::invalid(&format!("{p}.message"), message, "message must be non-empty if specified"));
+            errs.push(FieldError::invalid(
+                &format!("{p}.message"),
+                message,
+                "message must be non-empty if specified",
+            ));
         } else if has_newlines(message.trim()) {
-            errs.push(FieldError::invalid(&format!("{p}.message"), message, "message must not contain line breaks"));
+            errs.push(FieldError::invalid(
+                &format!("{p}.message"),
+                message,
+                "message must not contain line breaks",
+            ));
         }
         if let Some(reason) = str_at(v, "reason") {
-            let supported = ["Forbidden", "Invalid", "RequestEntityTooLarge", "Unauthorized"];
+            let supported = [
+                "Forbidden",
+                "Invalid",
+                "RequestEntityTooLarge",
+                "Unauthorized",
+            ];
             if !supported.contains(&reason) {
-                errs.push(FieldError::not_supported(&format!("{p}.reason"), reason, &supported));
+                errs.push(FieldError::not_supported(
+                    &format!("{p}.reason"),
+                    reason,
+                    &supported,
+                ));
             }
         }
     }
@@ -605,7 +738,11 @@ fn validate_validating_policy(obj: &Value, _old: Option<&Value>) -> Vec<FieldErr
         let p = format!("spec.auditAnnotations[{i}]");
         let key = str_at(a, "key").unwrap_or_default();
         if policy_name.is_empty() {
-            errs.push(FieldError::invalid(&format!("{p}.key"), key, "requires metadata.name be non-empty"));
+            errs.push(FieldError::invalid(
+                &format!("{p}.key"),
+                key,
+                "requires metadata.name be non-empty",
+            ));
         } else {
             let full = format!("{policy_name}/{key}");
             for e in qualified_name(&full) {
@@ -614,9 +751,15 @@ fn validate_validating_policy(obj: &Value, _old: Option<&Value>) -> Vec<FieldErr
         }
         let value = str_at(a, "valueExpression").unwrap_or_default().trim();
         if value.is_empty() {
-            errs.push(FieldError::required(&format!("{p}.valueExpression"), "valueExpression is not specified"));
+            errs.push(FieldError::required(
+                &format!("{p}.valueExpression"),
+                "valueExpression is not specified",
+            ));
         } else if value.len() > 5 * 1024 {
-            errs.push(FieldError::required(&format!("{p}.valueExpression"), "must not exceed 5120 bytes in length"));
+            errs.push(FieldError::required(
+                &format!("{p}.valueExpression"),
+                "must not exceed 5120 bytes in length",
+            ));
         } else {
             compile_error(&mut errs, &format!("{p}.valueExpression"), value, &declared);
         }
@@ -644,34 +787,63 @@ fn validate_mutating_policy(obj: &Value) -> Vec<FieldError> {
     let mut declared = declared_variables(has_params, true, with_vars);
     let mutations = array_at(&spec, "mutations");
     if mutations.is_empty() {
-        errs.push(FieldError::required("spec.mutations", "mutations must contain at least one item"));
+        errs.push(FieldError::required(
+            "spec.mutations",
+            "mutations must contain at least one item",
+        ));
     }
     for (i, m) in mutations.iter().enumerate() {
         let p = format!("spec.mutations[{i}]");
         match str_at(m, "patchType") {
             Some("ApplyConfiguration") => {
                 if get(m, "jsonPatch").is_some_and(|j| !j.is_null()) {
-                    errs.push(FieldError::forbidden(&format!("{p}.jsonPatch"), "must not be specified when patchType is ApplyConfiguration"));
+                    errs.push(FieldError::forbidden(
+                        &format!("{p}.jsonPatch"),
+                        "must not be specified when patchType is ApplyConfiguration",
+                    ));
                 }
                 match str_at(m, "applyConfiguration.expression").filter(|e| !e.trim().is_empty()) {
-                    None => errs.push(FieldError::required(&format!("{p}.applyConfiguration"), "must be specified when patchType is ApplyConfiguration")),
-                    Some(e) => compile_error(&mut errs, &format!("{p}.applyConfiguration.expression"), e, &declared),
+                    None => errs.push(FieldError::required(
+                        &format!("{p}.applyConfiguration"),
+                        "must be specified when patchType is ApplyConfiguration",
+                    )),
+                    Some(e) => compile_error(
+                        &mut errs,
+                        &format!("{p}.applyConfiguration.expression"),
+                        e,
+                        &declared,
+                    ),
                 }
             }
             Some("JSONPatch") => {
                 if get(m, "applyConfiguration").is_some_and(|j| !j.is_null()) {
-                    errs.push(FieldError::forbidden(&format!("{p}.applyConfiguration"), "must not be specified when patchType is JSONPatch"));
+                    errs.push(FieldError::forbidden(
+                        &format!("{p}.applyConfiguration"),
+                        "must not be specified when patchType is JSONPatch",
+                    ));
                 }
                 match str_at(m, "jsonPatch.expression").filter(|e| !e.trim().is_empty()) {
-                    None => errs.push(FieldError::required(&format!("{p}.jsonPatch"), "must be specified when patchType is JSONPatch")),
+                    None => errs.push(FieldError::required(
+                        &format!("{p}.jsonPatch"),
+                        "must be specified when patchType is JSONPatch",
+                    )),
                     Some(e) => {
                         declared.push("JSONPatch");
-                        compile_error(&mut errs, &format!("{p}.jsonPatch.expression"), e, &declared);
+                        compile_error(
+                            &mut errs,
+                            &format!("{p}.jsonPatch.expression"),
+                            e,
+                            &declared,
+                        );
                         declared.pop();
                     }
                 }
             }
-            Some(other) => errs.push(FieldError::not_supported(&format!("{p}.patchType"), other, &["ApplyConfiguration", "JSONPatch"])),
+            Some(other) => errs.push(FieldError::not_supported(
+                &format!("{p}.patchType"),
+                other,
+                &["ApplyConfiguration", "JSONPatch"],
+            )),
             None => errs.push(FieldError::required(&format!("{p}.patchType"), "")),
         }
     }
@@ -697,20 +869,32 @@ fn validate_binding(obj: &Value, validating: bool) -> Vec<FieldError> {
                 errs.push(FieldError::invalid("spec.paramRef.name", name, &e));
             }
             if selector.is_some() {
-                errs.push(FieldError::forbidden("spec.paramRef.name", "name and selector are mutually exclusive"));
+                errs.push(FieldError::forbidden(
+                    "spec.paramRef.name",
+                    "name and selector are mutually exclusive",
+                ));
             }
         }
         if let Some(s) = selector {
             validate_label_selector(s, "spec.paramRef.selector", &mut errs);
             if !name.is_empty() {
-                errs.push(FieldError::forbidden("spec.paramRef.selector", "name and selector are mutually exclusive"));
+                errs.push(FieldError::forbidden(
+                    "spec.paramRef.selector",
+                    "name and selector are mutually exclusive",
+                ));
             }
         }
         if name.is_empty() && selector.is_none() {
-            errs.push(FieldError::required("spec.paramRef", "one of name or selector must be specified"));
+            errs.push(FieldError::required(
+                "spec.paramRef",
+                "one of name or selector must be specified",
+            ));
         }
         match str_at(pr, "parameterNotFoundAction").filter(|s| !s.is_empty()) {
-            None => errs.push(FieldError::required("spec.paramRef.parameterNotFoundAction", "")),
+            None => errs.push(FieldError::required(
+                "spec.paramRef.parameterNotFoundAction",
+                "",
+            )),
             Some(a) if a != "Deny" && a != "Allow" => errs.push(FieldError::not_supported(
                 "spec.paramRef.parameterNotFoundAction",
                 a,
@@ -743,7 +927,10 @@ fn validate_binding(obj: &Value, validating: bool) -> Vec<FieldError> {
             ));
         }
         if seen.is_empty() {
-            errs.push(FieldError::required("spec.validationActions", "at least one validation action is required"));
+            errs.push(FieldError::required(
+                "spec.validationActions",
+                "at least one validation action is required",
+            ));
         }
     }
     errs
@@ -755,7 +942,11 @@ mod tests {
 
     fn errors(def: &ResourceDef, obj: &mut Value) -> Vec<String> {
         def.strategy.prepare_for_create(obj);
-        def.strategy.validate(obj).iter().map(ToString::to_string).collect()
+        def.strategy
+            .validate(obj)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
     }
 
     #[test]
@@ -769,8 +960,14 @@ mod tests {
         assert_eq!(errors(&def, &mut p), Vec::<String>::new());
         assert_eq!(p["spec"]["failurePolicy"], "Fail");
         assert_eq!(p["spec"]["matchConstraints"]["matchPolicy"], "Equivalent");
-        assert_eq!(p["spec"]["matchConstraints"]["resourceRules"][0]["scope"], "*");
-        assert_eq!(def.strategy.table_row(&p)[1..3], [json!(1), json!("v1/ConfigMap")]);
+        assert_eq!(
+            p["spec"]["matchConstraints"]["resourceRules"][0]["scope"],
+            "*"
+        );
+        assert_eq!(
+            def.strategy.table_row(&p)[1..3],
+            [json!(1), json!("v1/ConfigMap")]
+        );
 
         let mut bad = json!({"metadata": {"name": "p"}, "spec": {
             "failurePolicy": "Sometimes",
@@ -778,11 +975,19 @@ mod tests {
                             {"expression": "params.x"}]}});
         let errs = errors(&def, &mut bad);
         assert!(errs.contains(&"spec.failurePolicy: Unsupported value: \"Sometimes\": supported values: \"Fail\", \"Ignore\"".to_string()), "{errs:?}");
-        assert!(errs.contains(&"spec.matchConstraints: Required value".to_string()), "{errs:?}");
+        assert!(
+            errs.contains(&"spec.matchConstraints: Required value".to_string()),
+            "{errs:?}"
+        );
         assert!(errs.iter().any(|e| e.starts_with("spec.validations[0].expression: Invalid value: \"object.spec.replicas <=\": compilation failed: ")), "{errs:?}");
         assert!(errs.contains(&"spec.validations[0].message: Invalid value: \"a\\nb\": message must not contain line breaks".to_string()), "{errs:?}");
         assert!(errs.iter().any(|e| e.starts_with("spec.validations[0].reason: Unsupported value: \"Teapot\"")), "{errs:?}");
-        assert!(errs.iter().any(|e| e.contains("spec.validations[1].expression") && e.contains("undeclared reference to 'params'")), "{errs:?}");
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("spec.validations[1].expression")
+                    && e.contains("undeclared reference to 'params'")),
+            "{errs:?}"
+        );
     }
 
     #[test]
@@ -792,14 +997,33 @@ mod tests {
             "validationActions": ["Deny", "Warn", "Deny"],
             "paramRef": {"name": "x", "selector": {}}}});
         let errs = errors(&def, &mut b);
-        assert!(errs.contains(&"spec.validationActions[2]: Duplicate value: \"Deny\"".to_string()), "{errs:?}");
-        assert!(errs.iter().any(|e| e.contains("must not contain both Deny and Warn")), "{errs:?}");
-        assert!(errs.contains(&"spec.paramRef.name: Forbidden: name and selector are mutually exclusive".to_string()), "{errs:?}");
-        assert!(errs.contains(&"spec.paramRef.parameterNotFoundAction: Required value".to_string()), "{errs:?}");
+        assert!(
+            errs.contains(&"spec.validationActions[2]: Duplicate value: \"Deny\"".to_string()),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.contains("must not contain both Deny and Warn")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.contains(
+                &"spec.paramRef.name: Forbidden: name and selector are mutually exclusive"
+                    .to_string()
+            ),
+            "{errs:?}"
+        );
+        assert!(
+            errs.contains(&"spec.paramRef.parameterNotFoundAction: Required value".to_string()),
+            "{errs:?}"
+        );
         let mut ok = json!({"metadata": {"name": "b"}, "spec": {"policyName": "p",
             "validationActions": ["Deny"], "paramRef": {"namespace": "d", "name": "cfg", "parameterNotFoundAction": "Deny"}}});
         assert_eq!(errors(&def, &mut ok), Vec::<String>::new());
-        assert_eq!(def.strategy.table_row(&ok)[1..3], [json!("p"), json!("d/cfg")]);
+        assert_eq!(
+            def.strategy.table_row(&ok)[1..3],
+            [json!("p"), json!("d/cfg")]
+        );
         let mut none = json!({"metadata": {"name": "b"}, "spec": {"policyName": "p"}});
         assert!(errors(&def, &mut none).contains(&"spec.validationActions: Required value: at least one validation action is required".to_string()));
     }

@@ -91,10 +91,10 @@ fn named_rules_match(rules: &[Value], req: &Request, version: &str) -> bool {
 
 /// Matching by rules: `Some(version)` of the resource the rules matched (the request's own, or
 /// with `matchPolicy: Equivalent` another served version of the same resource), `None`.
-pub fn rules_match<'a>(
+pub fn rules_match(
     match_resources: &Value,
     req: &Request,
-    served_versions: &'a [String],
+    served_versions: &[String],
 ) -> Option<String> {
     let exclude = array_at(match_resources, "excludeResourceRules");
     if named_rules_match(exclude, req, req.version) {

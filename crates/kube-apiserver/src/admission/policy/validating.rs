@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use apiserver::admission::{Attributes, Operation, Plugin, forbidden};
-use apiserver::status::{ApiError, StatusCause, StatusDetails};
+use apiserver::status::{ApiError, StatusCause};
 use http::StatusCode;
 use serde_json::{Value, json};
 
@@ -294,11 +294,7 @@ impl Plugin for ValidatingPolicies {
         };
         let base = forbidden(attrs, &message);
         let reason = first.reason.unwrap_or_else(|| "Invalid".to_string());
-        let mut details = base
-            .0
-            .details
-            .clone()
-            .unwrap_or_else(StatusDetails::default);
+        let mut details = base.0.details.clone().unwrap_or_default();
         details.causes.push(StatusCause {
             message: message.clone(),
             ..Default::default()

@@ -178,6 +178,20 @@ async fn vap_with_a_configmap_param_denies_deployments_above_the_limit_with_its_
         "ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction",
     )
     .await;
+    // Every denial is counted.
+    let metrics = k.ok(&["get", "--raw", "/metrics"]).await;
+    let counted = metrics.lines().find(|l| {
+        l.starts_with("apiserver_validating_admission_policy_check_total{")
+            && l.contains("enforcement_action=\"deny\"")
+            && l.contains("policy=\"max-replicas\"")
+            && l.contains("policy_binding=\"max-replicas-binding\"")
+            && l.contains("error_type=\"no_error\"")
+    });
+    let count: f64 = counted
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no deny count in /metrics"));
+    assert!(count >= 2.0, "{counted:?}");
     // The mutating policies' group version is off by default, as in 1.35.
     let versions = k.ok(&["api-versions"]).await;
     assert!(
@@ -330,6 +344,78 @@ spec:
     k.ok(&["create", "configmap", "ok-good", "-n", "enforced"])
         .await;
     k.ok(&["create", "configmap", "bad", "-n", "free"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_bindings_are_refused_and_a_deny_all_policy_cannot_lock_policies_out() {
+    let server = ApiServer::start(&[]).await;
+    let k = Kubectl::new(&server);
+    let path = k.home.path().join("bad.yaml");
+    std::fs::write(
+        &path,
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: bad}
+spec:
+  policyName: p
+  validationActions: [Deny, Warn]
+  matchResources:
+    namespaceSelector:
+      matchExpressions: [{key: env, operator: Sometimes}]
+"#,
+    )
+    .unwrap();
+    let out = k.run(&["apply", "-f", &path.display().to_string()]).await;
+    assert_ne!(out.code, Some(0), "{out:?}");
+    for needle in [
+        "The ValidatingAdmissionPolicyBinding \"bad\" is invalid",
+        "spec.validationActions: Invalid value: [\"Deny\",\"Warn\"]: must not contain both Deny and Warn",
+        "spec.matchResources.namespaceSelector.matchExpressions[0].operator: Invalid value: \"Sometimes\": not a valid selector operator",
+    ] {
+        assert!(out.stderr.contains(needle), "{needle}: {out:?}");
+    }
+    // A policy denying every write of every resource still leaves the policies themselves
+    // writable (upstream never applies policies to policy resources).
+    k.apply(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: deny-all}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ["*"], apiVersions: ["*"], operations: ["*"], resources: ["*"]}
+  validations:
+  - expression: "false"
+    message: "nothing may change"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: deny-all-binding}
+spec:
+  policyName: deny-all
+  validationActions: [Deny]
+"#,
+    )
+    .await;
+    k.until_refused(
+        &["create", "configmap", "c"],
+        &["delete", "configmap", "c"],
+        "ValidatingAdmissionPolicy 'deny-all' with binding 'deny-all-binding' denied request: nothing may change",
+    )
+    .await;
+    k.ok(&[
+        "delete",
+        "validatingadmissionpolicybinding",
+        "deny-all-binding",
+    ])
+    .await;
+    eventually("writes allowed again", || {
+        let k = &k;
+        async move { (k.run(&["create", "configmap", "c"]).await.code == Some(0)).then_some(()) }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

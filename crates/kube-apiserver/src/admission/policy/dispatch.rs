@@ -36,6 +36,38 @@ pub fn served_versions() -> ServedVersions {
     out
 }
 
+/// The resources the policy plugins never look at (upstream's CEL admission resources and
+/// kube-apiserver's non-persisted reviews, `admission/exclusion`), by group and resource.
+const EXCLUDED: &[(&str, &str)] = &[
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicies",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "validatingadmissionpolicybindings",
+    ),
+    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+    (
+        "admissionregistration.k8s.io",
+        "mutatingadmissionpolicybindings",
+    ),
+    ("authentication.k8s.io", "selfsubjectreviews"),
+    ("authentication.k8s.io", "tokenreviews"),
+    ("authorization.k8s.io", "localsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectaccessreviews"),
+    ("authorization.k8s.io", "selfsubjectrulesreviews"),
+    ("authorization.k8s.io", "subjectaccessreviews"),
+];
+
+/// Whether the policy plugins ignore the request's resource (whatever the version).
+pub fn is_excluded(attrs: &Attributes) -> bool {
+    EXCLUDED.contains(&(
+        attrs.resource.group.as_str(),
+        attrs.resource.resource.as_str(),
+    ))
+}
+
 /// The matching facts of a request.
 pub fn request_of(attrs: &Attributes) -> Request<'_> {
     Request {

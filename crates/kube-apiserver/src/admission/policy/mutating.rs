@@ -16,7 +16,9 @@ use serde_json::Value;
 
 use super::cel::{EvalError, RUNTIME_BUDGET, from_json};
 use super::compiled::{CompiledPolicy, FailurePolicy};
-use super::dispatch::{Lookups, namespace_variable, request_of, request_variable, variables};
+use super::dispatch::{
+    Lookups, is_excluded, namespace_variable, request_of, request_variable, variables,
+};
 use super::mutation::{apply_configuration, json_patch};
 use super::source::PolicySource;
 use crate::apis::json::{get, str_at};
@@ -140,6 +142,9 @@ impl Plugin for MutatingPolicies {
         let Some(source) = &self.source else {
             return Ok(());
         };
+        if is_excluded(attrs) {
+            return Ok(());
+        }
         if !source.wait_synced().await {
             return Err(forbidden(attrs, "not yet ready to handle request"));
         }

@@ -12,7 +12,9 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use super::compiled::{Action, AnnotationAction, CompiledPolicy, FailurePolicy};
-use super::dispatch::{Lookups, namespace_variable, request_of, request_variable, variables};
+use super::dispatch::{
+    Lookups, is_excluded, namespace_variable, request_of, request_variable, variables,
+};
 use super::metrics;
 use super::source::PolicySource;
 use crate::apis::json::{array_at, get, str_at};
@@ -272,6 +274,9 @@ impl Plugin for ValidatingPolicies {
     }
 
     async fn validate(&self, attrs: &Attributes) -> Result<(), ApiError> {
+        if is_excluded(attrs) {
+            return Ok(());
+        }
         if !self.source.wait_synced().await {
             return Err(forbidden(attrs, "not yet ready to handle request"));
         }

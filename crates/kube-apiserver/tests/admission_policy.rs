@@ -608,3 +608,27 @@ spec:
         "{cm}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn malformed_feature_gates_and_runtime_config_are_one_line_start_errors() {
+    for (flag, message) in [
+        (
+            "--feature-gates=MutatingAdmissionPolicy=yes",
+            "invalid value of MutatingAdmissionPolicy=yes, err: strconv.ParseBool: parsing \"yes\": invalid syntax",
+        ),
+        (
+            "--runtime-config=admissionregistration.k8s.io/v1beta1=maybe",
+            "invalid value admissionregistration.k8s.io/v1beta1=maybe",
+        ),
+    ] {
+        let out = common::run_to_exit(&[flag]).await;
+        assert_eq!(out.status.code(), Some(1), "{flag}: {out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let errors: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("Error: "))
+            .collect();
+        assert_eq!(errors.len(), 1, "{flag}: {stderr}");
+        assert!(errors[0].contains(message), "{flag}: {stderr}");
+    }
+}

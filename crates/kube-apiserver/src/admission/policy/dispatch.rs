@@ -229,20 +229,37 @@ pub fn namespace_variable(namespace: Option<&Value>) -> cel::Value {
     from_json(&ns)
 }
 
+/// `object` and `oldObject` as CEL values, converted once per request (cloning them is cheap).
+pub struct Objects {
+    /// `object`.
+    pub object: cel::Value,
+    /// `oldObject`.
+    pub old_object: cel::Value,
+}
+
+impl Objects {
+    /// The CEL values of `object` and `old_object` (null when absent).
+    pub fn new(object: Option<&Value>, old_object: Option<&Value>) -> Self {
+        let value = |v: Option<&Value>| v.map(from_json).unwrap_or(cel::Value::Null);
+        Objects {
+            object: value(object),
+            old_object: value(old_object),
+        }
+    }
+}
+
 /// The variables of one evaluation.
 pub fn variables(
-    attrs: &Attributes,
-    object: Option<&Value>,
+    objects: &Objects,
     request: &cel::Value,
     param: Option<&Value>,
     namespace: &cel::Value,
 ) -> Vars {
-    let value = |v: Option<&Value>| v.map(from_json).unwrap_or(cel::Value::Null);
     Vars::new(vec![
-        ("object", value(object)),
-        ("oldObject", value(attrs.old_object.as_ref())),
+        ("object", objects.object.clone()),
+        ("oldObject", objects.old_object.clone()),
         ("request", request.clone()),
-        ("params", value(param)),
+        ("params", param.map(from_json).unwrap_or(cel::Value::Null)),
         ("namespaceObject", namespace.clone()),
     ])
 }

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::cel::{EvalError, RUNTIME_BUDGET, from_json};
 use super::compiled::{CompiledPolicy, FailurePolicy};
 use super::dispatch::{
-    Lookups, is_excluded, namespace_variable, request_of, request_variable, variables,
+    Lookups, Objects, is_excluded, namespace_variable, request_of, request_variable, variables,
 };
 use super::mutation::{apply_configuration, json_patch};
 use super::source::PolicySource;
@@ -84,7 +84,8 @@ impl MutatingPolicies {
         namespace: &kube_cel::cel::Value,
     ) -> Result<(), String> {
         let object = attrs.object.clone();
-        let vars = variables(attrs, object.as_ref(), request, param, namespace);
+        let objects = Objects::new(object.as_ref(), attrs.old_object.as_ref());
+        let vars = variables(&objects, request, param, namespace);
         match policy.match_conditions_match(&vars) {
             Err(e) => return Err(e),
             Ok(false) => return Ok(()),
@@ -94,7 +95,8 @@ impl MutatingPolicies {
             let Some(current) = attrs.object.clone() else {
                 return Ok(());
             };
-            let mut vars = variables(attrs, Some(&current), request, param, namespace);
+            let objects = Objects::new(Some(&current), attrs.old_object.as_ref());
+            let mut vars = variables(&objects, request, param, namespace);
             let mut budget = RUNTIME_BUDGET;
             policy
                 .bind_variables(&mut vars, &mut budget)

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::compiled::{Action, AnnotationAction, CompiledPolicy, FailurePolicy};
 use super::dispatch::{
-    Lookups, is_excluded, namespace_variable, request_of, request_variable, variables,
+    Lookups, Objects, is_excluded, namespace_variable, request_of, request_variable, variables,
 };
 use super::metrics;
 use super::source::PolicySource;
@@ -90,6 +90,7 @@ impl ValidatingPolicies {
         let req = request_of(attrs);
         let namespace = self.lookups.namespace(attrs);
         let namespace_value = namespace_variable(namespace.as_deref());
+        let objects = Objects::new(attrs.object.as_ref(), attrs.old_object.as_ref());
         for (policy, bindings) in self.source.hooks() {
             let constraints = get(&policy.object, "spec.matchConstraints")
                 .cloned()
@@ -135,13 +136,8 @@ impl ValidatingPolicies {
                     .filter_map(Value::as_str)
                     .collect();
                 for param in params {
-                    let mut vars = variables(
-                        attrs,
-                        attrs.object.as_ref(),
-                        &request,
-                        param.as_deref(),
-                        &namespace_value,
-                    );
+                    let mut vars =
+                        variables(&objects, &request, param.as_deref(), &namespace_value);
                     let started = std::time::Instant::now();
                     let result = policy.validate(&mut vars);
                     let elapsed = started.elapsed();

@@ -263,3 +263,68 @@ pub fn variables(
         ("namespaceObject", namespace.clone()),
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use apiserver::admission::{GroupVersionKind, GroupVersionResource, Operation};
+    use apiserver::request::UserInfo;
+
+    fn attrs() -> Attributes {
+        let mut a = Attributes::new(
+            Operation::Update,
+            GroupVersionKind {
+                group: "autoscaling".into(),
+                version: "v1".into(),
+                kind: "HorizontalPodAutoscaler".into(),
+            },
+            GroupVersionResource {
+                group: "autoscaling".into(),
+                version: "v1".into(),
+                resource: "horizontalpodautoscalers".into(),
+            },
+            Arc::new(UserInfo {
+                name: "alice".into(),
+                groups: vec!["dev".into()],
+                ..UserInfo::default()
+            }),
+        );
+        a.namespace = "default".into();
+        a.name = "web".into();
+        a.options = Some(json!({"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"}));
+        a
+    }
+
+    #[test]
+    fn the_request_variable_carries_the_matched_and_the_requested_resource() {
+        let request = request_variable(&attrs(), "v2");
+        assert_eq!(request["operation"], "UPDATE");
+        assert_eq!(request["resource"]["version"], "v2");
+        assert_eq!(request["kind"]["version"], "v2");
+        assert_eq!(request["requestResource"]["version"], "v1");
+        assert_eq!(request["requestKind"]["kind"], "HorizontalPodAutoscaler");
+        assert_eq!(
+            request["userInfo"],
+            json!({"username": "alice", "groups": ["dev"]})
+        );
+        assert_eq!(
+            (request["name"].clone(), request["namespace"].clone()),
+            (json!("web"), json!("default"))
+        );
+        assert_eq!(request["options"]["kind"], "UpdateOptions");
+        assert_eq!(request["dryRun"], false);
+        assert!(request.get("subResource").is_none());
+    }
+
+    #[test]
+    fn policy_resources_and_reviews_are_excluded() {
+        let mut a = attrs();
+        assert!(!is_excluded(&a));
+        a.resource.group = "admissionregistration.k8s.io".into();
+        a.resource.resource = "validatingadmissionpolicybindings".into();
+        assert!(is_excluded(&a));
+        a.resource.group = "authorization.k8s.io".into();
+        a.resource.resource = "subjectaccessreviews".into();
+        assert!(is_excluded(&a));
+    }
+}

@@ -17,6 +17,7 @@ mod options;
 mod registry;
 mod server;
 mod serviceaccount;
+mod webhook_resolver;
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;

@@ -18,7 +18,7 @@ use apiserver::storage::Storage;
 use apiserver::storage::cacher::{Cacher, CacherConfig};
 use serde_json::Value;
 
-use crate::apis::{Backing, ResourceDef, builtin_groups};
+use crate::apis::{Backing, ResourceDef};
 use crate::auth::AuthzHandle;
 use crate::openapi::{LazyDocs, ResourceSpec};
 use crate::registry::authentication::{
@@ -322,8 +322,8 @@ pub fn install_builtin_apis(
     prefix: &str,
     service_range: ServiceRange,
     auth: &AuthSetup,
+    groups: Vec<crate::apis::GroupDef>,
 ) -> Result<(Stores, BuiltinOpenApi), String> {
-    let groups = builtin_groups();
     let mut specs: Vec<ResourceSpec> = groups
         .iter()
         .flat_map(|g| g.versions.iter())

@@ -7,6 +7,7 @@ mod bootstrap;
 mod bootstrappolicy;
 mod controllers;
 mod encryption;
+mod features;
 mod frontproxy;
 mod informers;
 mod install;

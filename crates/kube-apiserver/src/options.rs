@@ -433,6 +433,20 @@ pub struct Options {
     #[arg(long, default_value_t = 300, help_heading = "Admission flags")]
     pub default_unreachable_toleration_seconds: i64,
 
+    // ----- Feature gate and API enablement flags -----
+    /// A set of key=value pairs that describe feature gates for alpha/experimental features.
+    /// Known here: MutatingAdmissionPolicy=true|false (BETA - default=false).
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Feature gate flags")]
+    pub feature_gates: Vec<String>,
+    /// A set of key=value pairs that enable or disable built-in APIs. Supported options are:
+    /// v1=true|false for the core API group; <group>/<version>=true|false for a specific API
+    /// group and version (e.g. apps/v1=true); api/all=true|false controls all API versions;
+    /// api/ga=true|false controls all API versions of the form v[0-9]+; api/beta=true|false
+    /// controls all API versions of the form v[0-9]+beta[0-9]+; api/alpha=true|false
+    /// controls all API versions of the form v[0-9]+alpha[0-9]+.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "API enablement flags")]
+    pub runtime_config: Vec<String>,
+
     // ----- Authorization flags -----
     /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of:
     /// AlwaysAllow,AlwaysDeny,ABAC,Webhook,RBAC,Node.
@@ -537,6 +551,10 @@ impl Options {
         if let Err(e) = crate::admission::enabled_plugins(self) {
             errors.push(e);
         }
+        errors.extend(crate::features::validate_feature_gates(&self.feature_gates));
+        errors.extend(crate::features::validate_runtime_config(
+            &self.runtime_config,
+        ));
         if self.encryption_provider_config.is_none()
             && self.encryption_provider_config_automatic_reload
         {

@@ -601,6 +601,7 @@ pub async fn run(
             api_audiences: service_accounts.api_audiences.clone(),
             authz: authz.clone(),
         },
+        crate::features::served_groups(&opts, crate::apis::builtin_groups()),
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
     install_issuer_discovery(&server.handler().non_api_mux, &service_accounts, addr);
@@ -728,6 +729,11 @@ pub async fn run(
                     volume_store,
                 }),
             )
+            .map_err(setup("registering hooks"))?;
+    }
+    if let Some(hook) = crate::admission::policy::status::hook(&deps.informers) {
+        server
+            .add_post_start_hook(crate::admission::policy::status::HOOK_NAME, hook)
             .map_err(setup("registering hooks"))?;
     }
     // The default RBAC policy, then the ClusterRole aggregation controller on the shared

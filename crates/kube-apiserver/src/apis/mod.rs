@@ -242,7 +242,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(seen.len(), 57);
+        assert_eq!(seen.len(), 61);
     }
 
     #[test]

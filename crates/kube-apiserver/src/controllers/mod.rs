@@ -2,3 +2,4 @@
 //! post-start hooks, since there is no controller manager here.
 
 pub mod clusterrole_aggregation;
+pub mod resourcequota;

@@ -1,0 +1,2 @@
+//! TEMP
+pub mod quota;

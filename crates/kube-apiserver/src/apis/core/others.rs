@@ -406,8 +406,36 @@ pub fn limitranges() -> ResourceDef {
             &["limits"],
             &[],
         ))
-        .create_on_update(),
+        .create_on_update()
+        .defaults(default_limit_range),
     )
+}
+
+/// upstream `SetDefaults_LimitRangeItem`: a `Container` item's default limit is its max, its
+/// default request its default limit, else its min.
+fn default_limit_range(obj: &mut Value) {
+    let Some(Value::Array(items)) = obj.pointer_mut("/spec/limits") else {
+        return;
+    };
+    for item in items.iter_mut().filter(|i| i["type"] == "Container") {
+        for (from, to) in [
+            ("max", "default"),
+            ("default", "defaultRequest"),
+            ("min", "defaultRequest"),
+        ] {
+            let Some(Value::Object(source)) = item.get(from).cloned() else {
+                continue;
+            };
+            if !item.get(to).is_some_and(Value::is_object) {
+                item[to] = json!({});
+            }
+            if let Some(Value::Object(target)) = item.get_mut(to) {
+                for (name, quantity) in source {
+                    target.entry(name).or_insert(quantity);
+                }
+            }
+        }
+    }
 }
 
 /// The resourcequotas resource (subresource `status`).
@@ -496,6 +524,23 @@ mod tests {
         assert_eq!(fields["involvedObject.name"], "p");
         assert_eq!(fields["source"], "default-scheduler");
         assert_eq!(fields["type"], "Normal");
+    }
+
+    #[test]
+    fn container_limit_ranges_default_limits_from_max_and_requests_from_limits_or_min() {
+        let mut lr = json!({"spec": {"limits": [
+            {"type": "Container", "max": {"cpu": "1"}, "min": {"memory": "1Mi"}},
+            {"type": "Pod", "max": {"cpu": "2"}}]}});
+        default_limit_range(&mut lr);
+        assert_eq!(
+            lr["spec"]["limits"][0],
+            json!({"type": "Container", "max": {"cpu": "1"}, "min": {"memory": "1Mi"},
+                   "default": {"cpu": "1"}, "defaultRequest": {"cpu": "1", "memory": "1Mi"}})
+        );
+        assert_eq!(
+            lr["spec"]["limits"][1],
+            json!({"type": "Pod", "max": {"cpu": "2"}})
+        );
     }
 
     #[test]

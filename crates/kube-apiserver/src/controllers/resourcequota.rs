@@ -10,7 +10,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use apiserver::registry::informer::{Informer, InformerEvent};
-use apiserver::registry::rest::{ListOptions, RequestContext, RestStorage};
 use apiserver::registry::store::{StatusStore, Store};
 use apiserver::server::hooks::PostStartHookFn;
 use apiserver::status::ApiError;
@@ -99,6 +98,9 @@ pub fn usage_of(
 struct Controller {
     informers: SharedInformers,
     custom: Option<CustomStores>,
+    /// Informers over custom resources' stores, started on first use.
+    custom_informers: Mutex<std::collections::HashMap<(String, String), Informer>>,
+    stop: CancellationToken,
     quotas: Informer,
     status: StatusStore,
     /// Namespaces to sync; `None` inside means all.
@@ -127,6 +129,27 @@ impl Controller {
         self.wake.notify_one();
     }
 
+    /// The informer of `group`/`resource`: the shared one of a built-in resource, or one of
+    /// this controller's own over a custom resource's store; `None` when nothing serves it.
+    fn informer_for(&self, group: &str, resource: &str) -> Option<Informer> {
+        if let Some(informer) = self.informers.informer(group, resource) {
+            return Some(informer);
+        }
+        let key = (group.to_string(), resource.to_string());
+        let mut custom = self
+            .custom_informers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(informer) = custom.get(&key) {
+            return Some(informer.clone());
+        }
+        let store = (self.custom.as_ref()?)(&format!("{resource}.{group}"))?;
+        let informer = Informer::new(Arc::new(store));
+        informer.start(self.stop.clone());
+        custom.insert(key, informer.clone());
+        Some(informer)
+    }
+
     /// The objects of `group`/`resource` in `namespace`; `None` when nothing serves them.
     async fn objects(
         &self,
@@ -134,27 +157,14 @@ impl Controller {
         resource: &str,
         namespace: &str,
     ) -> Option<Vec<Arc<Value>>> {
-        if let Some(informer) = self.informers.informer(group, resource) {
-            informer.wait_synced().await;
-            return Some(
-                informer
-                    .list()
-                    .into_iter()
-                    .filter(|o| namespace_of(o) == namespace)
-                    .collect(),
-            );
-        }
-        let store = (self.custom.as_ref()?)(&format!("{resource}.{group}"))?;
-        let ctx = RequestContext {
-            namespace: namespace.to_string(),
-            ..RequestContext::default()
-        };
-        let list = store.list(&ctx, &ListOptions::default()).await.ok()?;
+        let informer = self.informer_for(group, resource)?;
+        informer.wait_synced().await;
         Some(
-            list.get("items")
-                .and_then(Value::as_array)
-                .map(|items| items.iter().cloned().map(Arc::new).collect())
-                .unwrap_or_default(),
+            informer
+                .list()
+                .into_iter()
+                .filter(|o| namespace_of(o) == namespace)
+                .collect(),
         )
     }
 
@@ -297,16 +307,16 @@ impl Controller {
             return;
         }
         let key = (group.to_string(), resource.to_string());
-        if !watched
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key)
-        {
+        let mut watched = watched.lock().unwrap_or_else(|e| e.into_inner());
+        if watched.contains(&key) {
             return;
         }
-        let Some(informer) = self.informers.informer(group, resource) else {
+        // A custom resource not served yet is tried again on the next quota event.
+        let Some(informer) = self.informer_for(group, resource) else {
             return;
         };
+        watched.insert(key);
+        drop(watched);
         let evaluator = Evaluator::for_resource(group, resource);
         let weak = Arc::downgrade(self);
         informer.add_handler(Arc::new(move |event: &InformerEvent| {
@@ -337,6 +347,8 @@ pub fn hook(
         let controller = Arc::new(Controller {
             informers: informers.clone(),
             custom: custom.clone(),
+            custom_informers: Mutex::default(),
+            stop: ctx.stop.clone(),
             quotas: quotas.clone(),
             status: StatusStore::new(&quotas_store),
             dirty: Mutex::default(),

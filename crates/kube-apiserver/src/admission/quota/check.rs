@@ -26,8 +26,6 @@ pub struct Quota {
     pub used: ResourceList,
     /// `spec.scopes` and `spec.scopeSelector`.
     pub scopes: Vec<ScopeRequirement>,
-    /// The object it was read from.
-    pub object: Arc<Value>,
 }
 
 impl Quota {
@@ -47,7 +45,6 @@ impl Quota {
             hard: resources::from_json(object.pointer("/status/hard")),
             used: resources::from_json(object.pointer("/status/used")),
             scopes: quota_scope_requirements(&object),
-            object,
         }
     }
 

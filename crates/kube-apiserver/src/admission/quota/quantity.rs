@@ -83,14 +83,6 @@ impl Quantity {
         }
     }
 
-    /// `value` thousandths of a unit (`NewMilliQuantity`).
-    pub fn from_millis(value: i64) -> Self {
-        Quantity {
-            nanos: i128::from(value) * 1_000_000,
-            format: Format::DecimalSI,
-        }
-    }
-
     /// Zero, printed as `0`.
     pub fn zero() -> Self {
         Quantity::default()
@@ -159,11 +151,6 @@ impl Quantity {
         Ok(Quantity { nanos, format })
     }
 
-    /// The format the quantity prints in.
-    pub fn format(&self) -> Format {
-        self.format
-    }
-
     /// Whether the quantity is zero.
     pub fn is_zero(&self) -> bool {
         self.nanos == 0
@@ -196,11 +183,6 @@ impl Quantity {
                 self.format
             },
         }
-    }
-
-    /// The value in whole units, rounded up (upstream `Value`).
-    pub fn value(&self) -> i128 {
-        div_away_from_zero(self.nanos, NANO)
     }
 
     /// The value in thousandths, rounded up (upstream `MilliValue`).
@@ -368,6 +350,5 @@ mod tests {
         assert!(q("1") > q("999m"));
         assert_eq!(q("2").sub(&q("2")).to_string(), "0");
         assert_eq!(q("1500m").milli_value(), 1500);
-        assert_eq!(q("1500m").value(), 2);
     }
 }

@@ -1,0 +1,8 @@
+//! MutatingWebhookConfiguration and ValidatingWebhookConfiguration.
+
+use crate::apis::ResourceDef;
+
+/// The webhook configuration resources.
+pub fn resources() -> Vec<ResourceDef> {
+    Vec::new()
+}

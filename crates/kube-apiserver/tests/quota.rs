@@ -453,3 +453,50 @@ async fn an_object_count_quota_limits_custom_resources_and_recounts_them() {
     )
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_creates_never_exceed_the_quota() {
+    let server = ApiServer::start(&[]).await;
+    namespace(&server, "race").await;
+    quota_ready(
+        &server,
+        "race",
+        "five",
+        "  hard:\n    count/configmaps: \"5\"\n",
+    )
+    .await;
+    let client = server.admin_client();
+    let mut tasks = Vec::new();
+    for i in 0..12 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let body = format!(
+                r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm{i}"}}}}"#
+            );
+            let req = client.request(
+                http::Method::POST,
+                "/api/v1/namespaces/race/configmaps",
+                &body,
+            );
+            client
+                .send(common::client::Proto::H2, req)
+                .await
+                .unwrap()
+                .status
+                .as_u16()
+        }));
+    }
+    let mut codes = Vec::new();
+    for task in tasks {
+        codes.push(task.await.unwrap());
+    }
+    codes.sort();
+    assert_eq!(
+        codes,
+        [201, 201, 201, 201, 201, 403, 403, 403, 403, 403, 403, 403]
+    );
+    let q = get_json(&server, "race", &["resourcequota", "five"]).await;
+    assert_eq!(used(&q, "count/configmaps"), Some("5"), "{q}");
+    let list = get_json(&server, "race", &["configmaps"]).await;
+    assert_eq!(list["items"].as_array().map(Vec::len), Some(5), "{list}");
+}

@@ -219,11 +219,11 @@ impl Controller {
             if namespaces.is_some_and(|n| !n.contains(namespace)) {
                 continue;
             }
-            if let Err(err) = self.sync_quota(&quota).await {
-                if err.code() != http::StatusCode::NOT_FOUND {
-                    tracing::debug!(error = %err, namespace, "resource quota sync; retrying");
-                    retry.insert(namespace.to_string());
-                }
+            if let Err(err) = self.sync_quota(&quota).await
+                && err.code() != http::StatusCode::NOT_FOUND
+            {
+                tracing::debug!(error = %err, namespace, "resource quota sync; retrying");
+                retry.insert(namespace.to_string());
             }
         }
         retry

@@ -259,11 +259,11 @@ impl fmt::Display for Quantity {
         let magnitude = self.nanos.unsigned_abs();
         if self.format == Format::BinarySI
             && magnitude >= 1024 * NANO as u128
-            && magnitude % NANO as u128 == 0
+            && magnitude.is_multiple_of(NANO as u128)
         {
             let mut amount = magnitude / NANO as u128;
             let mut exponent = 0;
-            while amount % 1024 == 0 && exponent < 6 {
+            while amount.is_multiple_of(1024) && exponent < 6 {
                 amount /= 1024;
                 exponent += 1;
             }
@@ -280,7 +280,7 @@ impl fmt::Display for Quantity {
         };
         let mut amount = magnitude;
         let mut exponent: i32 = -9;
-        while amount % 10 == 0 {
+        while amount.is_multiple_of(10) {
             amount /= 10;
             exponent += 1;
         }

@@ -225,6 +225,14 @@ async fn an_object_count_quota_limits_configmaps() {
     assert_eq!(used(&q, "count/configmaps"), Some("1"), "{q}");
     // Other resources are not limited by it.
     kubectl_ok(&server, &["create", "secret", "generic", "-n", "cms", "s"]).await;
+    // Amounts are validated as upstream.
+    let out = create(&server, "cms", &quota("bad", "  hard:\n    pods: \"-1\"\n")).await;
+    assert_ne!(out.code, Some(0), "{out:?}");
+    assert!(
+        out.stderr.contains(r#"ResourceQuota "bad" is invalid"#)
+            && out.stderr.contains("must be greater than or equal to 0"),
+        "{out:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

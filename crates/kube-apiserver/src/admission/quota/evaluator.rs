@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::quantity::Quantity;
 use super::resources::{self, ResourceList};
+use crate::apis::quantity::Quantity;
 
 /// One requirement of a quota's scope selector (`spec.scopes` entries are `Exists`).
 #[derive(Clone, Debug, PartialEq, Eq)]

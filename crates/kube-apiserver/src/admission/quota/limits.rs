@@ -6,8 +6,8 @@
 use serde_json::{Map, Value};
 
 use super::evaluator::pod_resources;
-use super::quantity::Quantity;
 use super::resources::{self, ResourceList};
+use crate::apis::quantity::Quantity;
 
 /// The annotation that says which defaults LimitRanger set.
 pub const ANNOTATION: &str = "kubernetes.io/limit-ranger";

@@ -7,7 +7,6 @@ pub mod evaluator;
 pub mod limitranger;
 pub mod limits;
 pub mod plugin;
-pub mod quantity;
 pub mod resources;
 pub mod status;
 

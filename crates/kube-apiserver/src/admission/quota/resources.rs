@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::quantity::Quantity;
+use crate::apis::quantity::Quantity;
 
 /// A resource list, sorted by name.
 pub type ResourceList = BTreeMap<String, Quantity>;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use apiserver::registry::{SelectableFields, TableColumn};
+use apiserver::registry::{FieldError, SelectableFields, TableColumn};
 use k8s_openapi::api::core::v1::{
     Endpoints, Event, LimitRange, Node, ResourceQuota, ServiceAccount,
 };
@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::apis::ResourceDef;
 use crate::apis::json::{array_at, get, i64_at, str_at};
+use crate::apis::quantity::Quantity;
 use crate::apis::strategy::{BuiltinStrategy, info};
 use crate::apis::table::{
     age_cell, age_column, column, name_cell, name_column, translate_timestamp_since,
@@ -450,6 +451,7 @@ pub fn resourcequotas() -> ResourceDef {
         &[],
     ))
     .status()
+    .validate(validate_resource_quota)
     .table(
         || {
             vec![
@@ -462,6 +464,77 @@ pub fn resourcequotas() -> ResourceDef {
         quota_row,
     );
     ResourceDef::new(strategy).with(&["status"])
+}
+
+/// Quota resources whose amounts are counts (upstream `integerResources`).
+const INTEGER_QUOTA_RESOURCES: &[&str] = &[
+    "pods",
+    "services",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+const QUOTA_SCOPES: &[&str] = &[
+    "Terminating",
+    "NotTerminating",
+    "BestEffort",
+    "NotBestEffort",
+    "PriorityClass",
+    "CrossNamespacePodAffinity",
+    "VolumeAttributesClass",
+];
+
+/// The amounts of `spec.hard` (and `status.hard`/`status.used`) are non-negative quantities,
+/// whole for counted resources; scopes are known ones (upstream `ValidateResourceQuota`).
+fn validate_resource_quota(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for path in ["spec.hard", "status.hard", "status.used"] {
+        let Some(Value::Object(list)) = get(obj, path) else {
+            continue;
+        };
+        for (resource, amount) in list {
+            let field = format!("{path}[{resource}]");
+            let text = match amount {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            match Quantity::parse(&text) {
+                Err(err) => errs.push(FieldError::invalid(&field, text, &err.to_string())),
+                Ok(q) if q.is_negative() => errs.push(FieldError::invalid(
+                    &field,
+                    q.to_string(),
+                    "must be greater than or equal to 0",
+                )),
+                Ok(q)
+                    if INTEGER_QUOTA_RESOURCES.contains(&resource.as_str())
+                        && q.milli_value() % 1000 != 0 =>
+                {
+                    errs.push(FieldError::invalid(
+                        &field,
+                        q.to_string(),
+                        "must be an integer",
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+    for (i, scope) in array_at(obj, "spec.scopes").iter().enumerate() {
+        let name = scope.as_str().unwrap_or_default();
+        if !QUOTA_SCOPES.contains(&name) {
+            errs.push(FieldError::not_supported(
+                &format!("spec.scopes[{i}]"),
+                name,
+                QUOTA_SCOPES,
+            ));
+        }
+    }
+    errs
 }
 
 /// Upstream `printResourceQuota`: `resource: used/hard` pairs, limits apart from the rest.
@@ -541,6 +614,32 @@ mod tests {
             lr["spec"]["limits"][1],
             json!({"type": "Pod", "max": {"cpu": "2"}})
         );
+    }
+
+    #[test]
+    fn quota_amounts_are_non_negative_quantities_and_counts_whole() {
+        let quota = json!({"spec": {"hard": {"pods": "1500m", "cpu": "-1", "memory": "lots",
+                                             "requests.cpu": "500m"},
+                                    "scopes": ["BestEffort", "Sometimes"]}});
+        let errs: Vec<String> = validate_resource_quota(&quota)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errs.len(), 4, "{errs:?}");
+        assert!(
+            errs[0].contains("spec.hard[cpu]")
+                && errs[0].contains("must be greater than or equal to 0"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].contains("spec.hard[memory]") && errs[1].contains("quantities must match"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[2].contains("spec.hard[pods]") && errs[2].contains("must be an integer"),
+            "{errs:?}"
+        );
+        assert!(errs[3].contains("spec.scopes[1]"), "{errs:?}");
     }
 
     #[test]

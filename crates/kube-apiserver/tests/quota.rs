@@ -322,6 +322,36 @@ async fn limit_ranger_defaults_container_resources_and_refuses_one_above_max() {
         &out,
         r#"pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2"#,
     );
+    // Claims are bounded by PersistentVolumeClaim items.
+    create_ok(
+        &server,
+        "limits",
+        "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: storage\nspec:\n  limits:\n  - type: PersistentVolumeClaim\n    max:\n      storage: 2Gi\n",
+    )
+    .await;
+    let claim = |name: &str, size: &str| {
+        format!(
+            "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: {name}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources:\n    requests:\n      storage: {size}\n"
+        )
+    };
+    let start = Instant::now();
+    let (name, out) = loop {
+        // A claim created before the informer saw the range is left; the next gets a new name.
+        let name = format!("huge{}", start.elapsed().as_millis());
+        let out = create(&server, "limits", &claim(&name, "5Gi")).await;
+        if out.code != Some(0) {
+            break (name, out);
+        }
+        assert!(start.elapsed() < DEADLINE, "claim never bounded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    refused(
+        &out,
+        &format!(
+            r#"persistentvolumeclaims "{name}" is forbidden: maximum storage usage per PersistentVolumeClaim is 2Gi, but request is 5Gi"#
+        ),
+    );
+    create_ok(&server, "limits", &claim("small", "1Gi")).await;
 }
 
 /// An AdmissionConfiguration file giving ResourceQuota `configuration`.

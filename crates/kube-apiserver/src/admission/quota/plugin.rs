@@ -150,6 +150,11 @@ impl Inner {
                 }
             })
             .collect();
+        // Quotas deleted since they were written are forgotten.
+        let prefix = key(namespace, "");
+        written.retain(|k, _| {
+            !k.starts_with(&prefix) || out.iter().any(|q| key(&q.namespace, &q.name) == *k)
+        });
         out.sort_by(|a, b| a.name.cmp(&b.name));
         out
     }

@@ -164,6 +164,17 @@ async fn always_deny_refuses_every_write_path_with_upstreams_message() {
         body["message"],
         "configmaps \"cm-9\" is forbidden: admission control is denying all modifications"
     );
+    // Connect subresources are admitted with their options; pods/log (a GET upstream) is not.
+    let exec = "/api/v1/namespaces/default/pods/p/exec?command=ls&stdout=true";
+    let (status, body) = json_call(&client, Method::POST, exec, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(
+        body["message"],
+        "pods \"p\" is forbidden: admission control is denying all modifications"
+    );
+    let log = "/api/v1/namespaces/default/pods/p/log";
+    let (status, body) = json_call(&client, Method::GET, log, None).await;
+    assert_ne!(status, StatusCode::FORBIDDEN, "{body}");
     // Reads are not admitted; nothing was written.
     let (status, cm) = json_call(&client, Method::GET, &format!("{CMS}/cm-1"), None).await;
     assert_eq!(status, StatusCode::OK);

@@ -299,6 +299,56 @@ impl RestStorage for StreamStorage {
     ) -> BoxFuture<'a, Result<ConnectResponse, ApiError>> {
         Box::pin(self.open(ctx, name, &request.query))
     }
+
+    fn connect_options(&self, request: &ConnectRequest) -> Option<Value> {
+        Some(stream_options(self.stream, &request.query))
+    }
+}
+
+/// The options object a stream request is admitted with (`PodExecOptions`,
+/// `PodAttachOptions`, `PodPortForwardOptions`), decoded from the query as upstream's
+/// parameter codec does; values that do not parse are left out.
+fn stream_options(stream: Stream, query: &str) -> Value {
+    let query = Query::parse(query);
+    let mut out = serde_json::Map::new();
+    out.insert("kind".into(), Value::String(stream.kind().into()));
+    out.insert("apiVersion".into(), Value::String("v1".into()));
+    let flag = |key: &str| query.get(key).and_then(|v| v.parse::<bool>().ok());
+    match stream {
+        Stream::Exec | Stream::Attach => {
+            for key in ["stdin", "stdout", "stderr", "tty"] {
+                if let Some(v) = flag(key) {
+                    out.insert(key.into(), Value::Bool(v));
+                }
+            }
+            if let Some(c) = query.get("container") {
+                out.insert("container".into(), Value::String(c.into()));
+            }
+            if stream == Stream::Exec {
+                let command: Vec<Value> = query
+                    .all("command")
+                    .into_iter()
+                    .map(Value::String)
+                    .collect();
+                if !command.is_empty() {
+                    out.insert("command".into(), Value::Array(command));
+                }
+            }
+        }
+        Stream::PortForward => {
+            let ports: Vec<Value> = query
+                .all("ports")
+                .iter()
+                .flat_map(|p| p.split(','))
+                .filter_map(|p| p.trim().parse::<i32>().ok())
+                .map(Value::from)
+                .collect();
+            if !ports.is_empty() {
+                out.insert("ports".into(), Value::Array(ports));
+            }
+        }
+    }
+    Value::Object(out)
 }
 
 /// The pod strategy of `pods/ephemeralcontainers` (upstream
@@ -514,6 +564,21 @@ impl RestStorage for EphemeralContainersStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exec_options_come_from_the_query_as_upstreams_parameter_codec_reads_them() {
+        let opts = stream_options(
+            Stream::Exec,
+            "command=ls&command=-l&container=c&stdin=true&tty=false&stdout=yes",
+        );
+        assert_eq!(
+            opts,
+            serde_json::json!({"kind": "PodExecOptions", "apiVersion": "v1", "stdin": true,
+                "tty": false, "container": "c", "command": ["ls", "-l"]})
+        );
+        let opts = stream_options(Stream::PortForward, "ports=80,443&ports=x");
+        assert_eq!(opts["ports"], serde_json::json!([80, 443]));
+    }
     use serde_json::json;
 
     fn pod(containers: &[&str]) -> Value {

@@ -219,11 +219,17 @@ impl Controller {
             if namespaces.is_some_and(|n| !n.contains(namespace)) {
                 continue;
             }
-            if let Err(err) = self.sync_quota(&quota).await
-                && err.code() != http::StatusCode::NOT_FOUND
-            {
-                tracing::debug!(error = %err, namespace, "resource quota sync; retrying");
-                retry.insert(namespace.to_string());
+            match self.sync_quota(&quota).await {
+                Ok(()) => {}
+                // Written meanwhile (by admission, or the informer is behind): again soon.
+                Err(err) if err.code() == http::StatusCode::CONFLICT => {
+                    tracing::debug!(error = %err, namespace, "resource quota sync; retrying");
+                    retry.insert(namespace.to_string());
+                }
+                // Deleted meanwhile.
+                Err(err) if err.code() == http::StatusCode::NOT_FOUND => {}
+                // Anything else waits for the next change or the periodic pass.
+                Err(err) => tracing::warn!(error = %err, namespace, "resource quota sync failed"),
             }
         }
         retry

@@ -90,6 +90,7 @@ pub fn install(
         storage,
         prefix,
         seams.compiler.clone(),
+        seams.service_resolver.clone(),
         openapi,
     ));
     let synced = Signal::new(CRD_SYNCED_SIGNAL);

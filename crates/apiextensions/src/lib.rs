@@ -14,7 +14,9 @@
 //!   then custom-resource paths fall through to the not-found handler's 503);
 //! - per established CRD and served version a generic store with the custom-resource strategy,
 //!   its `status`/`scale` subresources, routes and discovery entries ([`serving`],
-//!   [`customresource`]), and OpenAPI through an [`OpenApiPublisher`] ([`openapi`]).
+//!   [`customresource`]), and OpenAPI through an [`OpenApiPublisher`] ([`openapi`]);
+//! - objects stored in the CRD's storage version and converted to the served one (strategy
+//!   `None`, or a conversion webhook) on every read, write, list and watch ([`conversion`]).
 //!
 //! The structural-schema library plugs in through [`seams`]: implement [`SchemaCompiler`]
 //! (returning a [`CustomResourceSchema`]) and [`CrdValidator`], and pass them in [`Seams`].
@@ -22,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod controller;
+pub mod conversion;
 pub mod crd;
 pub mod customresource;
 pub mod install;
@@ -37,4 +40,7 @@ pub use install::{ApiextensionsHandle, CRD_SYNCED_SIGNAL, InstallError, install}
 pub use openapi::{
     BaseV2, CustomResourceOpenApi, DeferredPublisher, NoOpenApi, OpenApiPublisher, ServicePublisher,
 };
-pub use seams::{CrdValidator, CustomResourceSchema, SchemaCompiler, Seams};
+pub use seams::{
+    CrdValidator, CustomResourceSchema, DeferredServiceResolver, DnsServiceResolver,
+    SchemaCompiler, Seams, ServiceResolver,
+};

@@ -4,11 +4,14 @@
 //!
 //! The serving code only talks to these traits; [`StructuralCompiler`] and
 //! [`StructuralCrdValidator`] implement them with the structural-schema library
-//! ([`crate::schema`]).
+//! ([`crate::schema`]). Conversion webhooks reach `service` references through a
+//! [`ServiceResolver`] (kube-apiserver resolves them as its aggregator does; the default asks
+//! DNS for `<name>.<namespace>.svc`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use apiserver::registry::FieldError;
+use apiserver::storage::BoxFuture;
 use serde_json::Value;
 
 use crate::schema::{Structural, default_crd, validate_crd};
@@ -47,6 +50,64 @@ pub trait CrdValidator: Send + Sync {
     fn validate(&self, crd: &Value, old: Option<&Value>) -> Vec<FieldError>;
 }
 
+/// Finds where a webhook's `service` reference (namespace, name, port) is reached: the host
+/// (a name or an IP literal) and port to dial (upstream `webhook.ServiceResolver`).
+pub trait ServiceResolver: Send + Sync {
+    /// The address, or why there is none.
+    fn resolve<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, Result<(String, u16), String>>;
+}
+
+/// upstream's default resolver: the service's DNS name `<name>.<namespace>.svc` and the port.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct DnsServiceResolver;
+
+impl ServiceResolver for DnsServiceResolver {
+    fn resolve<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, Result<(String, u16), String>> {
+        Box::pin(async move { Ok((format!("{name}.{namespace}.svc"), port)) })
+    }
+}
+
+/// A resolver set once its dependencies exist (kube-apiserver builds the apiextensions server
+/// before the Service storage); until then it resolves as [`DnsServiceResolver`].
+#[derive(Default)]
+pub struct DeferredServiceResolver(OnceLock<Arc<dyn ServiceResolver>>);
+
+impl DeferredServiceResolver {
+    /// An unset resolver.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the resolver (once; later calls are ignored).
+    pub fn set(&self, resolver: Arc<dyn ServiceResolver>) {
+        let _ = self.0.set(resolver);
+    }
+}
+
+impl ServiceResolver for DeferredServiceResolver {
+    fn resolve<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        port: u16,
+    ) -> BoxFuture<'a, Result<(String, u16), String>> {
+        match self.0.get() {
+            Some(inner) => inner.resolve(namespace, name, port),
+            None => DnsServiceResolver.resolve(namespace, name, port),
+        }
+    }
+}
+
 /// The pluggable parts of the apiextensions server.
 #[derive(Clone)]
 pub struct Seams {
@@ -54,14 +115,18 @@ pub struct Seams {
     pub compiler: Arc<dyn SchemaCompiler>,
     /// CRD validation.
     pub validator: Arc<dyn CrdValidator>,
+    /// Where conversion webhooks given as a `service` are.
+    pub service_resolver: Arc<dyn ServiceResolver>,
 }
 
 impl Default for Seams {
-    /// The structural-schema library: [`StructuralCompiler`] and [`StructuralCrdValidator`].
+    /// The structural-schema library ([`StructuralCompiler`], [`StructuralCrdValidator`])
+    /// and [`DnsServiceResolver`].
     fn default() -> Self {
         Seams {
             compiler: Arc::new(StructuralCompiler),
             validator: Arc::new(StructuralCrdValidator),
+            service_resolver: Arc::new(DnsServiceResolver),
         }
     }
 }

@@ -24,12 +24,13 @@ use apiserver::storage::Storage;
 use apiserver::storage::cacher::{Cacher, CacherConfig};
 use serde_json::{Value, json};
 
+use crate::conversion::{ConvertingStorage, CrConverter};
 use crate::crd::{is_true, versions};
 use crate::customresource::{
     CustomResourceScale, CustomResourceStatus, CustomResourceStrategy, ScalePaths,
 };
 use crate::openapi::{CustomResourceOpenApi, OpenApiPublisher};
-use crate::seams::SchemaCompiler;
+use crate::seams::{CustomResourceSchema, SchemaCompiler, ServiceResolver};
 
 /// The resources of one served version of a CRD.
 struct ServedVersion {
@@ -111,6 +112,7 @@ pub struct CrdServing {
     storage: Arc<dyn Storage>,
     prefix: String,
     compiler: Arc<dyn SchemaCompiler>,
+    resolver: Arc<dyn ServiceResolver>,
     openapi: Arc<dyn OpenApiPublisher>,
     served: Mutex<BTreeMap<String, ServedCrd>>,
     /// Groups whose routes are registered.
@@ -142,13 +144,15 @@ fn basis(crd: &Value) -> Value {
 
 impl CrdServing {
     /// Serving on `server` (routes), advertising through `discovery`, storing custom resources
-    /// in `storage` below `prefix`.
+    /// in `storage` below `prefix`; conversion webhooks given as a `service` are found through
+    /// `resolver`.
     pub fn new(
         server: GenericApiServer,
         discovery: DiscoveryManager,
         storage: Arc<dyn Storage>,
         prefix: &str,
         compiler: Arc<dyn SchemaCompiler>,
+        resolver: Arc<dyn ServiceResolver>,
         openapi: Arc<dyn OpenApiPublisher>,
     ) -> Self {
         CrdServing {
@@ -157,6 +161,7 @@ impl CrdServing {
             storage,
             prefix: prefix.trim_end_matches('/').to_string(),
             compiler,
+            resolver,
             openapi,
             served: Mutex::default(),
             groups: Mutex::default(),
@@ -240,18 +245,19 @@ impl CrdServing {
             }
             Arc::new(Cacher::new(self.resource_storage(crd), config))
         });
-        let mut served_versions = Vec::new();
+        // Every version's schema: served versions use theirs; conversions prune with the
+        // target's (the storage version's even when it is not served).
+        let mut schemas: BTreeMap<String, Arc<dyn CustomResourceSchema>> = BTreeMap::new();
         for version in versions(crd) {
-            if version.get("served").and_then(Value::as_bool) != Some(true) {
-                continue;
-            }
             let name = s(version, "/name");
             let schema_value = version
                 .pointer("/schema/openAPIV3Schema")
                 .cloned()
                 .unwrap_or(Value::Null);
-            let schema = match self.compiler.compile(&schema_value) {
-                Ok(schema) => schema,
+            match self.compiler.compile(&schema_value) {
+                Ok(schema) => {
+                    schemas.insert(name.to_string(), schema);
+                }
                 Err(errs) => {
                     tracing::warn!(
                         crd = s(crd, "/metadata/name"),
@@ -259,8 +265,37 @@ impl CrdServing {
                         ?errs,
                         "schema does not compile; version not served"
                     );
-                    continue;
                 }
+            }
+        }
+        let storage_version = crate::crd::storage_version(crd).unwrap_or_default();
+        let converter = match CrConverter::new(crd, schemas.clone(), self.resolver.clone()) {
+            Ok(converter) => Some(Arc::new(converter)),
+            Err(err) => {
+                tracing::warn!(crd = s(crd, "/metadata/name"), %err, "no converter; not served");
+                None
+            }
+        };
+        let mut served_versions = Vec::new();
+        for version in versions(crd) {
+            if version.get("served").and_then(Value::as_bool) != Some(true) {
+                continue;
+            }
+            let name = s(version, "/name");
+            let (Some(schema), Some(converter)) = (schemas.get(name).cloned(), &converter) else {
+                continue;
+            };
+            // The version's view of the shared cache: objects stored in the storage version,
+            // handed out in this one. A CRD with one version has nothing to convert.
+            let storage: Arc<dyn Storage> = if versions(crd).len() == 1 {
+                cache.clone()
+            } else {
+                Arc::new(ConvertingStorage::new(
+                    cache.clone(),
+                    converter.clone(),
+                    name,
+                    &storage_version,
+                ))
             };
             let info = self.info(crd, name);
             let mut subresources = Vec::new();
@@ -291,7 +326,7 @@ impl CrdServing {
                 version,
                 Some((patch_doc, definition)),
             ));
-            let store = Store::new(strategy, cache.clone(), &root);
+            let store = Store::new(strategy, storage, &root);
             let mut resources: BTreeMap<String, Arc<dyn RestStorage>> = BTreeMap::new();
             resources.insert(
                 info.resource.clone(),
@@ -320,7 +355,6 @@ impl CrdServing {
             });
         }
         // The storage version first, so cleanup and store_of use it.
-        let storage_version = crate::crd::storage_version(crd).unwrap_or_default();
         served_versions.sort_by_key(|v| v.version != storage_version);
         let kind = s(crd, "/status/acceptedNames/kind");
         ServedCrd {

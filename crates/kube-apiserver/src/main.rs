@@ -16,6 +16,7 @@ mod options;
 mod registry;
 mod server;
 mod serviceaccount;
+mod webhook_resolver;
 
 use clap::Parser;
 use tokio_util::sync::CancellationToken;

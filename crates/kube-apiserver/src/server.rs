@@ -41,6 +41,7 @@ use crate::options::Options;
 use crate::registry::authentication::AuthenticatorCell;
 use crate::registry::service::ServiceRange;
 use crate::serviceaccount::{ServiceAccountConfig, ServiceAccountFlags, openid};
+use crate::webhook_resolver::WebhookServiceResolver;
 
 /// The Kubernetes version this server speaks.
 pub const KUBERNETES_VERSION: &str = "v1.35.0";
@@ -562,12 +563,17 @@ pub async fn run(
     // health checks and mux-complete signals when it is created. OpenAPI publishing waits for
     // the built-in documents.
     let crd_openapi = Arc::new(apiextensions::DeferredPublisher::new());
+    // Conversion webhooks' Service references resolve once the Service storage exists.
+    let webhook_resolver = Arc::new(apiextensions::DeferredServiceResolver::new());
     let crds = apiextensions::install(
         &apiextensions,
         backend.storage.clone(),
         &backend.prefix,
         crd_openapi.clone(),
-        apiextensions::Seams::default(),
+        apiextensions::Seams {
+            service_resolver: webhook_resolver.clone(),
+            ..apiextensions::Seams::default()
+        },
     )
     .map_err(setup("installing the apiextensions API"))?;
     let server = delegate_config(&opts)
@@ -598,6 +604,17 @@ pub async fn run(
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
     install_issuer_discovery(&server.handler().non_api_mux, &service_accounts, addr);
+    if let Some(services) = stores.get(&(String::new(), "services".to_string())) {
+        let endpoints = stores
+            .get(&(String::new(), "endpoints".to_string()))
+            .map(|s| Arc::new(s.clone()) as Arc<dyn RestStorage>);
+        webhook_resolver.set(Arc::new(WebhookServiceResolver::new(
+            Arc::new(services.clone()),
+            endpoints,
+            opts.enable_aggregator_routing,
+            addr,
+        )));
+    }
     server
         .add_post_start_hook(
             "start-system-namespaces-controller",

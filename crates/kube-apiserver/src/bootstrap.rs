@@ -1,6 +1,7 @@
 //! What kube-apiserver creates on start: the system namespaces (upstream's
-//! `start-system-namespaces-controller`) and the `default` namespace with the `kubernetes`
-//! service (upstream's `bootstrap-controller`), as post-start hooks that write through the
+//! `start-system-namespaces-controller`), the `default` namespace with the `kubernetes`
+//! service (upstream's `bootstrap-controller`) and the system PriorityClasses (upstream's
+//! `scheduling/bootstrap-system-priority-classes`), as post-start hooks that write through the
 //! generic stores.
 
 use std::sync::Arc;
@@ -102,6 +103,52 @@ pub fn bootstrap_controller_hook(
                 }),
             )
             .await
+        })
+    }))
+}
+
+/// The name of the hook creating the system PriorityClasses.
+pub const SYSTEM_PRIORITY_CLASSES_HOOK: &str = "scheduling/bootstrap-system-priority-classes";
+
+/// The PriorityClasses upstream creates for critical pods (which the Priority admission
+/// plugin resolves like any other).
+const SYSTEM_PRIORITY_CLASSES: [(&str, i64, &str); 2] = [
+    (
+        "system-node-critical",
+        2_000_001_000,
+        "Used for system critical pods that must not be moved from their current node.",
+    ),
+    (
+        "system-cluster-critical",
+        2_000_000_000,
+        "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+    ),
+];
+
+/// `scheduling/bootstrap-system-priority-classes`: creates `system-node-critical` and
+/// `system-cluster-critical` when missing.
+pub fn system_priority_classes_hook(stores: &Stores) -> Result<PostStartHookFn, String> {
+    let classes = stores
+        .get(&(
+            "scheduling.k8s.io".to_string(),
+            "priorityclasses".to_string(),
+        ))
+        .cloned()
+        .ok_or("no priorityclasses store installed")?;
+    Ok(Arc::new(move |_ctx| {
+        let classes = classes.clone();
+        Box::pin(async move {
+            for (name, value, description) in SYSTEM_PRIORITY_CLASSES {
+                let class = json!({
+                    "apiVersion": "scheduling.k8s.io/v1",
+                    "kind": "PriorityClass",
+                    "metadata": {"name": name},
+                    "value": value,
+                    "description": description,
+                });
+                ensure(&classes, "", class).await?;
+            }
+            Ok(())
         })
     }))
 }

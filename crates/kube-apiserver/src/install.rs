@@ -31,9 +31,7 @@ use crate::registry::componentstatus::ComponentStatusStorage;
 use crate::registry::converted::ConvertedStorage;
 use crate::registry::csr::{CsrStorage, CsrSubresource, CsrSubresourceKind};
 use crate::registry::eviction::EvictionStorage;
-use crate::registry::namespace::{
-    FinalizeStorage, LifecycleStorage, NamespaceCell, NamespaceStorage,
-};
+use crate::registry::namespace::{FinalizeStorage, NamespaceStorage};
 use crate::registry::pod::{
     EphemeralContainersStorage, LogStorage, StoreCell, Stream, StreamStorage,
 };
@@ -179,7 +177,6 @@ fn install_unstored(
     strategy: SharedStrategy,
     stores: &Stores,
     storage: &Arc<dyn Storage>,
-    namespaces: &NamespaceCell,
     auth: &AuthSetup,
 ) -> Result<(), String> {
     let info = def.strategy.info().clone();
@@ -195,11 +192,6 @@ fn install_unstored(
                 strategy.clone(),
                 conversion,
             ));
-            let main: Arc<dyn RestStorage> = if info.namespaced {
-                Arc::new(LifecycleStorage::new(main, namespaces.clone()))
-            } else {
-                main
-            };
             gv.resources.insert(info.resource.clone(), main);
             if def.subresources.contains(&"status") {
                 gv.resources.insert(
@@ -219,10 +211,7 @@ fn install_unstored(
                     let pods = stores
                         .get(&(String::new(), "pods".to_string()))
                         .ok_or_else(|| missing("pods"))?;
-                    Arc::new(LifecycleStorage::new(
-                        Arc::new(BindingsStorage::new(strategy, pods.clone())),
-                        namespaces.clone(),
-                    ))
+                    Arc::new(BindingsStorage::new(strategy, pods.clone()))
                 }
                 ("", "componentstatuses") => {
                     Arc::new(ComponentStatusStorage::new(strategy, storage.clone()))
@@ -381,7 +370,6 @@ pub fn install_builtin_apis(
         .collect();
 
     let mut stores = Stores::new();
-    let namespaces: NamespaceCell = Arc::default();
     let nodes: StoreCell = Arc::default();
     let pdbs: StoreCell = Arc::default();
     let pods: StoreCell = Arc::default();
@@ -436,11 +424,6 @@ pub fn install_builtin_apis(
                 } else {
                     main
                 };
-                let main: Arc<dyn RestStorage> = if info.namespaced {
-                    Arc::new(LifecycleStorage::new(main, namespaces.clone()))
-                } else {
-                    main
-                };
                 gv.resources.insert(info.resource.clone(), main);
                 if def.subresources.contains(&"status") {
                     let status: Arc<dyn RestStorage> = Arc::new(StatusStore::new(&store));
@@ -484,7 +467,7 @@ pub fn install_builtin_apis(
             }
             for def in deferred {
                 let strategy = with_patch_schema(&def, &definitions, &docs);
-                install_unstored(&mut gv, def, strategy, &stores, &storage, &namespaces, auth)?;
+                install_unstored(&mut gv, def, strategy, &stores, &storage, auth)?;
             }
             if group.group == crate::auth::rbac::GROUP {
                 guard_rbac(&mut gv, &stores, &auth.authz)?;
@@ -502,7 +485,6 @@ pub fn install_builtin_apis(
         }
     }
     for (cell, group, resource) in [
-        (&namespaces, "", "namespaces"),
         (&nodes, "", "nodes"),
         (&pdbs, "policy", "poddisruptionbudgets"),
         (&pods, "", "pods"),

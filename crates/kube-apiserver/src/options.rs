@@ -424,6 +424,14 @@ pub struct Options {
     /// File with admission control configuration.
     #[arg(long, help_heading = "Admission flags")]
     pub admission_control_config_file: Option<PathBuf>,
+    /// Indicates the tolerationSeconds of the toleration for notReady:NoExecute that is added
+    /// by default to every pod that does not already have such a toleration.
+    #[arg(long, default_value_t = 300, help_heading = "Admission flags")]
+    pub default_not_ready_toleration_seconds: i64,
+    /// Indicates the tolerationSeconds of the toleration for unreachable:NoExecute that is
+    /// added by default to every pod that does not already have such a toleration.
+    #[arg(long, default_value_t = 300, help_heading = "Admission flags")]
+    pub default_unreachable_toleration_seconds: i64,
 
     // ----- Authorization flags -----
     /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of:

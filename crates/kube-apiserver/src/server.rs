@@ -630,6 +630,12 @@ pub async fn run(
         .map_err(setup("registering hooks"))?;
     server
         .add_post_start_hook(
+            crate::bootstrap::SYSTEM_PRIORITY_CLASSES_HOOK,
+            crate::bootstrap::system_priority_classes_hook(&stores).map_err(StartError::Setup)?,
+        )
+        .map_err(setup("registering hooks"))?;
+    server
+        .add_post_start_hook(
             "namespace-controller",
             crate::registry::namespace::namespace_controller_hook(stores.clone()),
         )
@@ -680,6 +686,49 @@ pub async fn run(
     let admission = build_admission(&opts, &deps, &stores, &authz)?;
     server.set_admission(Some(admission.clone()));
     apiextensions.set_admission(Some(admission.clone()));
+    // Every namespace's `default` service account, which the ServiceAccount plugin gives pods.
+    if let (Some(namespaces), Some(accounts), Some(store)) = (
+        deps.informers.informer("", "namespaces"),
+        deps.informers.informer("", "serviceaccounts"),
+        stores.get(&(String::new(), "serviceaccounts".to_string())),
+    ) {
+        server
+            .add_post_start_hook(
+                crate::controllers::serviceaccounts::HOOK_NAME,
+                crate::controllers::serviceaccounts::service_account_controller_hook(
+                    namespaces,
+                    accounts,
+                    store.clone(),
+                ),
+            )
+            .map_err(setup("registering hooks"))?;
+    }
+    // The finalizers of StorageObjectInUseProtection, removed once claims and volumes are free.
+    let informer = |resource: &str| deps.informers.informer("", resource);
+    let store = |resource: &str| stores.get(&(String::new(), resource.to_string())).cloned();
+    if let (Some(claims), Some(volumes), Some(pods), Some(claim_store), Some(volume_store)) = (
+        informer("persistentvolumeclaims"),
+        informer("persistentvolumes"),
+        informer("pods"),
+        store("persistentvolumeclaims"),
+        store("persistentvolumes"),
+    ) {
+        use crate::controllers::storage_protection::{
+            HOOK_NAME, Resources, storage_protection_hook,
+        };
+        server
+            .add_post_start_hook(
+                HOOK_NAME,
+                storage_protection_hook(Resources {
+                    claims,
+                    volumes,
+                    pods,
+                    claim_store,
+                    volume_store,
+                }),
+            )
+            .map_err(setup("registering hooks"))?;
+    }
     // The default RBAC policy, then the ClusterRole aggregation controller on the shared
     // ClusterRole informer.
     server

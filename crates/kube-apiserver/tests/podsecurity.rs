@@ -61,14 +61,15 @@ impl Cluster {
         self.kubectl(&args).await
     }
 
-    /// A namespace with `labels` and its `default` service account.
+    /// A namespace with `labels` (its `default` service account comes from the server's
+    /// service-account controller, as from kube-controller-manager's upstream).
     async fn namespace(&self, name: &str, labels: &[(&str, &str)]) {
         let labels: String = labels
             .iter()
             .map(|(k, v)| format!("\n    {k}: {v}"))
             .collect();
         let yaml = format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels:\n    team: x{labels}\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: default, namespace: {name}}}\n"
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels:\n    team: x{labels}\n"
         );
         let out = self.apply(&yaml, &[]).await;
         assert_eq!(out.code, Some(0), "{out:?}");
@@ -342,6 +343,14 @@ plugins:
         .apply(&privileged_pod("plain", "by-bot"), &["--as=ci-bot"])
         .await;
     assert_eq!(out.code, Some(0), "{out:?}");
+    // The RuntimeClass plugin wants the class to exist.
+    let class = c
+        .apply(
+            "apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: kata}\nhandler: kata\n",
+            &[],
+        )
+        .await;
+    assert_eq!(class.code, Some(0), "{class:?}");
     let kata =
         privileged_pod("plain", "kata").replace("spec:\n", "spec:\n  runtimeClassName: kata\n");
     let out = c.apply(&kata, &[]).await;

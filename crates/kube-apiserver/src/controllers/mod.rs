@@ -3,3 +3,5 @@
 
 pub mod clusterrole_aggregation;
 pub mod resourcequota;
+pub mod serviceaccounts;
+pub mod storage_protection;

@@ -1,24 +1,24 @@
 //! Namespace lifecycle: upstream's namespace registry (DELETE of a namespace with
-//! `spec.finalizers` only marks it `Terminating`; the `finalize` subresource), the
-//! NamespaceLifecycle admission check on creates, and the namespace controller that empties a
-//! terminating namespace, removes the `kubernetes` finalizer and deletes it.
+//! `spec.finalizers` only marks it `Terminating`; the `finalize` subresource) and the
+//! namespace controller that empties a terminating namespace, removes the `kubernetes`
+//! finalizer and deletes it. Creates into missing or terminating namespaces are refused by the
+//! NamespaceLifecycle admission plugin (`admission/plugins/namespace_lifecycle.rs`).
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use apiserver::registry::ResourceInfo;
 use apiserver::registry::rest::{
-    BoxFuture, CreateOptions, DeleteOptions, GetOptions, ListOptions, RequestContext, RestStorage,
-    UpdateFunc, UpdateOptions, WrappingStorage, method_not_supported,
+    BoxFuture, DeleteOptions, GetOptions, ListOptions, RequestContext, RestStorage, UpdateFunc,
+    UpdateOptions, WrappingStorage, method_not_supported,
 };
 use apiserver::registry::store::Store;
 use apiserver::registry::store::meta::now_rfc3339;
 use apiserver::server::hooks::PostStartHookFn;
-use apiserver::status::{ApiError, StatusDetails, reason};
+use apiserver::status::{ApiError, reason};
 use apiserver::storage::errors::Operation;
 use apiserver::storage::{self, Object, StorageError};
 use bytes::Bytes;
-use http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::apis::core::namespaces::KUBERNETES_FINALIZER;
@@ -267,131 +267,6 @@ impl RestStorage for FinalizeStorage {
     }
 }
 
-/// The namespaces store, set once every store is installed (the admission wrappers are
-/// built before it exists).
-pub type NamespaceCell = Arc<OnceLock<Store>>;
-
-/// NamespaceLifecycle admission over a namespaced resource: creates in a namespace that does
-/// not exist get 404, in a terminating namespace 403.
-pub struct LifecycleStorage {
-    inner: Arc<dyn RestStorage>,
-    namespaces: NamespaceCell,
-}
-
-impl LifecycleStorage {
-    /// Wraps `inner`, reading namespaces through `namespaces`.
-    pub fn new(inner: Arc<dyn RestStorage>, namespaces: NamespaceCell) -> Self {
-        LifecycleStorage { inner, namespaces }
-    }
-
-    async fn admit(&self, ctx: &RequestContext, obj: &Value) -> Result<(), ApiError> {
-        let Some(namespaces) = self.namespaces.get() else {
-            return Ok(());
-        };
-        if ctx.namespace.is_empty() {
-            return Ok(());
-        }
-        let ns = namespaces
-            .get(
-                &RequestContext::default(),
-                &ctx.namespace,
-                &GetOptions::default(),
-            )
-            .await?;
-        if !is_terminating(&ns) {
-            return Ok(());
-        }
-        let info = self.inner.info();
-        let name = obj
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let qualified = apiserver::status::qualified_resource(&info.group, &info.resource);
-        let why = format!(
-            "unable to create new content in namespace {} because it is being terminated",
-            ctx.namespace
-        );
-        let message = if name.is_empty() {
-            format!("{qualified} is forbidden: {why}")
-        } else {
-            format!("{qualified} {name:?} is forbidden: {why}")
-        };
-        Err(
-            ApiError::new(StatusCode::FORBIDDEN, reason::FORBIDDEN, message).with_details(
-                StatusDetails {
-                    name: name.to_string(),
-                    group: info.group.clone(),
-                    kind: info.resource.clone(),
-                    ..Default::default()
-                },
-            ),
-        )
-    }
-
-    async fn create_inner(
-        &self,
-        ctx: &RequestContext,
-        obj: Value,
-        opts: &CreateOptions,
-    ) -> Result<Value, ApiError> {
-        self.admit(ctx, &obj).await?;
-        self.inner.create(ctx, obj, opts).await
-    }
-
-    /// A PUT or PATCH that may create (server-side apply, create-on-update resources) is
-    /// admitted as a create when the object does not exist yet.
-    async fn update_inner(
-        &self,
-        ctx: &RequestContext,
-        name: &str,
-        update: UpdateFunc,
-        opts: &UpdateOptions,
-        force_allow_create: bool,
-    ) -> Result<(Value, bool), ApiError> {
-        let may_create = force_allow_create
-            || self
-                .inner
-                .strategy()
-                .is_some_and(|s| s.allow_create_on_update());
-        if may_create {
-            match self.inner.get(ctx, name, &GetOptions::default()).await {
-                Err(e) if e.code() == StatusCode::NOT_FOUND => {
-                    self.admit(ctx, &json!({"metadata": {"name": name}}))
-                        .await?;
-                }
-                _ => {}
-            }
-        }
-        self.inner
-            .update(ctx, name, update, opts, force_allow_create)
-            .await
-    }
-}
-
-impl WrappingStorage for LifecycleStorage {
-    fn inner(&self) -> &dyn RestStorage {
-        self.inner.as_ref()
-    }
-    fn create<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        obj: Value,
-        opts: &'a CreateOptions,
-    ) -> BoxFuture<'a, Result<Value, ApiError>> {
-        Box::pin(self.create_inner(ctx, obj, opts))
-    }
-    fn update<'a>(
-        &'a self,
-        ctx: &'a RequestContext,
-        name: &'a str,
-        update: UpdateFunc,
-        opts: &'a UpdateOptions,
-        force_allow_create: bool,
-    ) -> BoxFuture<'a, Result<(Value, bool), ApiError>> {
-        Box::pin(self.update_inner(ctx, name, update, opts, force_allow_create))
-    }
-}
-
 /// One pass of the namespace controller over terminating namespaces: deletes their content;
 /// once none is left, drops the `kubernetes` finalizer and deletes the namespace.
 pub async fn sync_terminating(stores: &Stores) -> Result<(), ApiError> {
@@ -491,14 +366,16 @@ mod tests {
     use super::*;
     use crate::apis::core::config::configmaps;
     use crate::apis::core::namespaces::namespaces;
+    use apiserver::registry::rest::CreateOptions;
     use apiserver::storage::Storage;
     use apiserver::storage::backends::EmbeddedStorage;
+    use http::StatusCode;
 
     struct Fixture {
         _dir: tempfile::TempDir,
         stores: Stores,
         namespaces: Store,
-        configmaps: Arc<dyn RestStorage>,
+        configmaps: Store,
     }
 
     fn fixture() -> Fixture {
@@ -510,8 +387,6 @@ mod tests {
             "/registry/namespaces",
         );
         let cm = Store::new(configmaps().strategy, backend, "/registry/configmaps");
-        let cell: NamespaceCell = Arc::default();
-        cell.set(ns.clone()).unwrap();
         let mut stores = Stores::new();
         stores.insert((String::new(), "namespaces".into()), ns.clone());
         stores.insert((String::new(), "configmaps".into()), cm.clone());
@@ -519,7 +394,7 @@ mod tests {
             _dir: dir,
             stores,
             namespaces: ns,
-            configmaps: Arc::new(LifecycleStorage::new(Arc::new(cm), cell)),
+            configmaps: cm,
         }
     }
 
@@ -546,23 +421,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn create_in_missing_namespace_is_not_found() {
-        let f = fixture();
-        let err = f
-            .configmaps
-            .create(
-                &in_ns("nope"),
-                cm("c", json!([])),
-                &CreateOptions::default(),
-            )
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), StatusCode::NOT_FOUND);
-        assert_eq!(err.to_string(), r#"namespaces "nope" not found"#);
-    }
-
-    #[tokio::test]
-    async fn delete_marks_terminating_refuses_creates_and_controller_finishes() {
+    async fn delete_marks_terminating_and_the_controller_finishes() {
         let f = fixture();
         create_ns(&f, "x").await;
         f.configmaps
@@ -591,17 +450,6 @@ mod tests {
             "Operation cannot be fulfilled on namespaces \"x\": The system is ensuring all \
              content is removed from this namespace.  Upon completion, this namespace will \
              automatically be purged by the system."
-        );
-
-        let err = f
-            .configmaps
-            .create(&in_ns("x"), cm("new", json!([])), &CreateOptions::default())
-            .await
-            .unwrap_err();
-        assert_eq!(err.code(), StatusCode::FORBIDDEN);
-        assert_eq!(
-            err.to_string(),
-            r#"configmaps "new" is forbidden: unable to create new content in namespace x because it is being terminated"#
         );
 
         // The held configmap keeps the namespace alive.
@@ -636,23 +484,6 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(err.code(), StatusCode::NOT_FOUND);
-    }
-
-    #[tokio::test]
-    async fn create_through_update_in_missing_namespace_is_not_found() {
-        let f = fixture();
-        let err = f
-            .configmaps
-            .update(
-                &in_ns("nope"),
-                "c",
-                Box::new(|_| Ok(cm("c", json!([])))),
-                &UpdateOptions::default(),
-                true,
-            )
-            .await
-            .unwrap_err();
-        assert_eq!(err.to_string(), r#"namespaces "nope" not found"#);
     }
 
     #[tokio::test]

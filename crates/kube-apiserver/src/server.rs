@@ -565,7 +565,7 @@ pub async fn run(
     let crd_openapi = Arc::new(apiextensions::DeferredPublisher::new());
     // Conversion webhooks' Service references resolve once the Service storage exists.
     let webhook_resolver = Arc::new(apiextensions::DeferredServiceResolver::new());
-    apiextensions::install(
+    let crds = apiextensions::install(
         &apiextensions,
         backend.storage.clone(),
         &backend.prefix,
@@ -745,6 +745,18 @@ pub async fn run(
                 &stores,
                 deps.informers
                     .informer("rbac.authorization.k8s.io", "clusterroles"),
+            )
+            .map_err(StartError::Setup)?,
+        )
+        .map_err(setup("registering hooks"))?;
+    // The resource quota controller keeps quotas' status.hard and status.used current.
+    let crd_serving = crds.serving.clone();
+    server
+        .add_post_start_hook(
+            crate::controllers::resourcequota::HOOK_NAME,
+            crate::controllers::resourcequota::hook(
+                deps.informers.clone(),
+                Some(Arc::new(move |name: &str| crd_serving.store_of(name))),
             )
             .map_err(StartError::Setup)?,
         )

@@ -28,6 +28,7 @@ pub mod networking;
 pub mod node;
 pub mod podspec;
 pub mod policy;
+pub mod quantity;
 pub mod rbac;
 pub mod resource;
 pub mod scheduling;

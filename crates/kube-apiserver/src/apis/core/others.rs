@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use apiserver::registry::{SelectableFields, TableColumn};
+use apiserver::registry::{FieldError, SelectableFields, TableColumn};
 use k8s_openapi::api::core::v1::{
     Endpoints, Event, LimitRange, Node, ResourceQuota, ServiceAccount,
 };
@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::apis::ResourceDef;
 use crate::apis::json::{array_at, get, i64_at, str_at};
+use crate::apis::quantity::Quantity;
 use crate::apis::strategy::{BuiltinStrategy, info};
 use crate::apis::table::{
     age_cell, age_column, column, name_cell, name_column, translate_timestamp_since,
@@ -406,8 +407,36 @@ pub fn limitranges() -> ResourceDef {
             &["limits"],
             &[],
         ))
-        .create_on_update(),
+        .create_on_update()
+        .defaults(default_limit_range),
     )
+}
+
+/// upstream `SetDefaults_LimitRangeItem`: a `Container` item's default limit is its max, its
+/// default request its default limit, else its min.
+fn default_limit_range(obj: &mut Value) {
+    let Some(Value::Array(items)) = obj.pointer_mut("/spec/limits") else {
+        return;
+    };
+    for item in items.iter_mut().filter(|i| i["type"] == "Container") {
+        for (from, to) in [
+            ("max", "default"),
+            ("default", "defaultRequest"),
+            ("min", "defaultRequest"),
+        ] {
+            let Some(Value::Object(source)) = item.get(from).cloned() else {
+                continue;
+            };
+            if !item.get(to).is_some_and(Value::is_object) {
+                item[to] = json!({});
+            }
+            if let Some(Value::Object(target)) = item.get_mut(to) {
+                for (name, quantity) in source {
+                    target.entry(name).or_insert(quantity);
+                }
+            }
+        }
+    }
 }
 
 /// The resourcequotas resource (subresource `status`).
@@ -422,6 +451,7 @@ pub fn resourcequotas() -> ResourceDef {
         &[],
     ))
     .status()
+    .validate(validate_resource_quota)
     .table(
         || {
             vec![
@@ -434,6 +464,77 @@ pub fn resourcequotas() -> ResourceDef {
         quota_row,
     );
     ResourceDef::new(strategy).with(&["status"])
+}
+
+/// Quota resources whose amounts are counts (upstream `integerResources`).
+const INTEGER_QUOTA_RESOURCES: &[&str] = &[
+    "pods",
+    "services",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+const QUOTA_SCOPES: &[&str] = &[
+    "Terminating",
+    "NotTerminating",
+    "BestEffort",
+    "NotBestEffort",
+    "PriorityClass",
+    "CrossNamespacePodAffinity",
+    "VolumeAttributesClass",
+];
+
+/// The amounts of `spec.hard` (and `status.hard`/`status.used`) are non-negative quantities,
+/// whole for counted resources; scopes are known ones (upstream `ValidateResourceQuota`).
+fn validate_resource_quota(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    for path in ["spec.hard", "status.hard", "status.used"] {
+        let Some(Value::Object(list)) = get(obj, path) else {
+            continue;
+        };
+        for (resource, amount) in list {
+            let field = format!("{path}[{resource}]");
+            let text = match amount {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            match Quantity::parse(&text) {
+                Err(err) => errs.push(FieldError::invalid(&field, text, &err.to_string())),
+                Ok(q) if q.is_negative() => errs.push(FieldError::invalid(
+                    &field,
+                    q.to_string(),
+                    "must be greater than or equal to 0",
+                )),
+                Ok(q)
+                    if INTEGER_QUOTA_RESOURCES.contains(&resource.as_str())
+                        && q.milli_value() % 1000 != 0 =>
+                {
+                    errs.push(FieldError::invalid(
+                        &field,
+                        q.to_string(),
+                        "must be an integer",
+                    ))
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+    for (i, scope) in array_at(obj, "spec.scopes").iter().enumerate() {
+        let name = scope.as_str().unwrap_or_default();
+        if !QUOTA_SCOPES.contains(&name) {
+            errs.push(FieldError::not_supported(
+                &format!("spec.scopes[{i}]"),
+                name,
+                QUOTA_SCOPES,
+            ));
+        }
+    }
+    errs
 }
 
 /// Upstream `printResourceQuota`: `resource: used/hard` pairs, limits apart from the rest.
@@ -496,6 +597,49 @@ mod tests {
         assert_eq!(fields["involvedObject.name"], "p");
         assert_eq!(fields["source"], "default-scheduler");
         assert_eq!(fields["type"], "Normal");
+    }
+
+    #[test]
+    fn container_limit_ranges_default_limits_from_max_and_requests_from_limits_or_min() {
+        let mut lr = json!({"spec": {"limits": [
+            {"type": "Container", "max": {"cpu": "1"}, "min": {"memory": "1Mi"}},
+            {"type": "Pod", "max": {"cpu": "2"}}]}});
+        default_limit_range(&mut lr);
+        assert_eq!(
+            lr["spec"]["limits"][0],
+            json!({"type": "Container", "max": {"cpu": "1"}, "min": {"memory": "1Mi"},
+                   "default": {"cpu": "1"}, "defaultRequest": {"cpu": "1", "memory": "1Mi"}})
+        );
+        assert_eq!(
+            lr["spec"]["limits"][1],
+            json!({"type": "Pod", "max": {"cpu": "2"}})
+        );
+    }
+
+    #[test]
+    fn quota_amounts_are_non_negative_quantities_and_counts_whole() {
+        let quota = json!({"spec": {"hard": {"pods": "1500m", "cpu": "-1", "memory": "lots",
+                                             "requests.cpu": "500m"},
+                                    "scopes": ["BestEffort", "Sometimes"]}});
+        let errs: Vec<String> = validate_resource_quota(&quota)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(errs.len(), 4, "{errs:?}");
+        assert!(
+            errs[0].contains("spec.hard[cpu]")
+                && errs[0].contains("must be greater than or equal to 0"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].contains("spec.hard[memory]") && errs[1].contains("quantities must match"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[2].contains("spec.hard[pods]") && errs[2].contains("must be an integer"),
+            "{errs:?}"
+        );
+        assert!(errs[3].contains("spec.scopes[1]"), "{errs:?}");
     }
 
     #[test]

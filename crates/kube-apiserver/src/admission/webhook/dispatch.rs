@@ -9,11 +9,13 @@ use std::time::Instant;
 
 use apiserver::admission::{self, Attributes, Operation};
 use apiserver::registry::informer::Informer;
+use apiserver::registry::rest::{GetOptions, RequestContext, RestStorage};
 use apiserver::status::{ApiError, Status};
 use serde_json::{Map, Value, json};
 
 use super::client::Clients;
 use super::conditions::{ConditionResult, evaluate_conditions};
+use super::equivalent::Equivalents;
 use super::hooks::{Hook, HookKind};
 use super::metrics::{self, RejectionType};
 use super::patch;
@@ -53,6 +55,11 @@ pub struct Dispatcher {
     pub clients: Clients,
     /// Namespaces, for namespace selectors.
     pub namespaces: Option<Informer>,
+    /// The namespace storage, read when the informer has not seen a namespace yet (upstream
+    /// falls back to a live GET the same way).
+    pub namespace_store: Option<Arc<dyn RestStorage>>,
+    /// Served versions of the same resource, for `matchPolicy: Equivalent`.
+    pub equivalents: Equivalents,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -103,7 +110,7 @@ fn check_selector(selector: &Value) -> Result<(), ApiError> {
 
 impl Dispatcher {
     /// Upstream `MatchNamespaceSelector`.
-    fn namespace_matches(&self, hook: &Hook, attrs: &Attributes) -> Result<bool, ApiError> {
+    async fn namespace_matches(&self, hook: &Hook, attrs: &Attributes) -> Result<bool, ApiError> {
         let is_namespace = attrs.resource.group.is_empty() && attrs.resource.resource == "namespaces";
         let namespace = if attrs.namespace.is_empty() && is_namespace {
             attrs.name.as_str()
@@ -125,12 +132,20 @@ impl Dispatcher {
             let labels = labels_of(attrs.object.as_ref()).unwrap_or(&empty);
             return Ok(selector_matches(&hook.namespace_selector, labels));
         }
-        let found = self
+        let cached = self
             .namespaces
             .as_ref()
             .and_then(|informer| informer.get("", namespace));
-        let Some(ns) = found else {
-            return Err(ApiError::not_found("", "namespaces", namespace));
+        let ns = match cached {
+            Some(ns) => ns,
+            None => match &self.namespace_store {
+                Some(store) => Arc::new(
+                    store
+                        .get(&RequestContext::default(), namespace, &GetOptions::default())
+                        .await?,
+                ),
+                None => return Err(ApiError::not_found("", "namespaces", namespace)),
+            },
         };
         let labels = labels_of(Some(&ns)).unwrap_or(&empty);
         Ok(selector_matches(&hook.namespace_selector, labels))
@@ -153,12 +168,12 @@ impl Dispatcher {
     }
 
     /// Upstream `ShouldCallHook`: the invocation when `hook` selects the request.
-    pub fn should_call(
+    pub async fn should_call(
         &self,
         hook: &Arc<Hook>,
         attrs: &Attributes,
     ) -> Result<Option<Invocation>, ApiError> {
-        let namespace_match = self.namespace_matches(hook, attrs);
+        let namespace_match = self.namespace_matches(hook, attrs).await;
         if matches!(namespace_match, Ok(false)) {
             return Ok(None);
         }
@@ -174,19 +189,32 @@ impl Dispatcher {
             subresource: &attrs.subresource,
             namespace: &attrs.namespace,
         };
-        if !hook.rules.iter().any(|rule| rule.matches(&input)) {
+        let matched = if hook.rules.iter().any(|rule| rule.matches(&input)) {
+            Some(requested(attrs))
+        } else if hook.equivalent {
+            self.equivalent_match(hook, attrs, &input)
+        } else {
+            None
+        };
+        let Some(matched) = matched else {
             return Ok(None);
-        }
+        };
         namespace_match?;
         object_match?;
         let invocation = Invocation {
             hook: hook.clone(),
-            matched: requested(attrs),
+            matched,
         };
         if !hook.match_conditions.is_empty() {
-            let request = Value::Object(review::admission_request(&facts(attrs, &invocation.matched, &invocation.matched)));
-            let object = attrs.object.clone().unwrap_or(Value::Null);
-            let old_object = attrs.old_object.clone().unwrap_or(Value::Null);
+            let requested = requested(attrs);
+            let (object, old_object) = self.versioned(attrs, &invocation.matched);
+            let request = Value::Object(review::admission_request(&facts(
+                attrs,
+                &invocation.matched,
+                &requested,
+                &object,
+                &old_object,
+            )));
             match evaluate_conditions(
                 &hook.match_conditions,
                 hook.fail_open,
@@ -205,11 +233,75 @@ impl Dispatcher {
         Ok(Some(invocation))
     }
 
-    /// Calls the webhook of `invocation` with the request `attrs` (object as it is now).
+    /// The first rule, in order, that selects another served version of the resource.
+    fn equivalent_match(&self, hook: &Hook, attrs: &Attributes, input: &RuleInput<'_>) -> Option<Gvkr> {
+        let alternatives = self.equivalents.alternatives(
+            &attrs.resource.group,
+            &attrs.resource.resource,
+            &attrs.resource.version,
+        );
+        if alternatives.is_empty() {
+            return None;
+        }
+        hook.rules.iter().find_map(|rule| {
+            alternatives.iter().find_map(|(version, kind)| {
+                let alternative = RuleInput { version, ..*input };
+                rule.matches(&alternative).then(|| Gvkr {
+                    group: attrs.resource.group.clone(),
+                    version: version.clone(),
+                    // A subresource keeps its own kind (autoscaling/v1 Scale).
+                    kind: if attrs.subresource.is_empty() {
+                        kind.clone()
+                    } else {
+                        attrs.kind.kind.clone()
+                    },
+                    resource: attrs.resource.resource.clone(),
+                })
+            })
+        })
+    }
+
+    /// The object and old object in the version a webhook is called for.
+    pub fn versioned(&self, attrs: &Attributes, matched: &Gvkr) -> (Value, Value) {
+        let convert = |obj: Option<&Value>| {
+            let obj = obj.cloned().unwrap_or(Value::Null);
+            if attrs.subresource.is_empty() {
+                self.equivalents.convert(
+                    &attrs.resource.group,
+                    &attrs.resource.resource,
+                    &attrs.resource.version,
+                    &matched.version,
+                    obj,
+                )
+            } else {
+                obj
+            }
+        };
+        (convert(attrs.object.as_ref()), convert(attrs.old_object.as_ref()))
+    }
+
+    /// An object of the webhook's version converted back to the request's version.
+    pub fn unversioned(&self, attrs: &Attributes, matched: &Gvkr, object: Value) -> Value {
+        if !attrs.subresource.is_empty() {
+            return object;
+        }
+        self.equivalents.convert(
+            &attrs.resource.group,
+            &attrs.resource.resource,
+            &matched.version,
+            &attrs.resource.version,
+            object,
+        )
+    }
+
+    /// Calls the webhook of `invocation` about `attrs`, with the object and old object in the
+    /// webhook's version.
     pub async fn call(
         &self,
         invocation: &Invocation,
         attrs: &Attributes,
+        object: &Value,
+        old_object: &Value,
     ) -> Result<Verdict, CallError> {
         let hook = &invocation.hook;
         let mutating = hook.kind == HookKind::Mutating;
@@ -250,7 +342,11 @@ impl Dispatcher {
             })?;
         let uid = uuid::Uuid::new_v4().to_string();
         let requested = requested(attrs);
-        let body = review::review(version, &uid, &facts(attrs, &invocation.matched, &requested));
+        let body = review::review(
+            version,
+            &uid,
+            &facts(attrs, &invocation.matched, &requested, object, old_object),
+        );
         let answer = match tokio::time::timeout(hook.timeout, client.post_json(&body)).await {
             Err(_) => {
                 return Err(CallError::Calling {
@@ -302,7 +398,13 @@ impl Dispatcher {
 }
 
 /// The AdmissionRequest facts of `attrs` for a webhook called for `matched`.
-fn facts<'a>(attrs: &'a Attributes, matched: &'a Gvkr, requested: &'a Gvkr) -> RequestFacts<'a> {
+fn facts<'a>(
+    attrs: &'a Attributes,
+    matched: &'a Gvkr,
+    requested: &'a Gvkr,
+    object: &'a Value,
+    old_object: &'a Value,
+) -> RequestFacts<'a> {
     static NULL: Value = Value::Null;
     RequestFacts {
         matched,
@@ -312,8 +414,8 @@ fn facts<'a>(attrs: &'a Attributes, matched: &'a Gvkr, requested: &'a Gvkr) -> R
         namespace: &attrs.namespace,
         operation: attrs.operation.as_str(),
         user: &attrs.user,
-        object: attrs.object.as_ref().unwrap_or(&NULL),
-        old_object: attrs.old_object.as_ref().unwrap_or(&NULL),
+        object,
+        old_object,
         options: attrs.options.as_ref().unwrap_or(&NULL),
         dry_run: attrs.dry_run,
     }

@@ -14,6 +14,7 @@ pub mod client;
 pub mod conditions;
 pub mod config;
 pub mod dispatch;
+pub mod equivalent;
 pub mod hooks;
 pub mod metrics;
 pub mod patch;
@@ -71,6 +72,12 @@ fn dispatcher(ctx: &super::PluginContext) -> Result<Dispatcher, String> {
     Ok(Dispatcher {
         clients: Clients::new(auth, ctx.service_resolver()),
         namespaces: ctx.informers.informer("", "namespaces"),
+        namespace_store: ctx
+            .informers
+            .stores()
+            .get(&(String::new(), "namespaces".to_string()))
+            .map(|store| Arc::new(store.clone()) as Arc<dyn apiserver::registry::rest::RestStorage>),
+        equivalents: equivalent::Equivalents::from_groups(&crate::apis::builtin_groups()),
     })
 }
 
@@ -190,7 +197,7 @@ impl MutatingWebhooks {
     ) -> Result<(), ApiError> {
         let round = usize::from(reinvoke);
         for (index, hook) in hooks.iter().enumerate() {
-            let Some(invocation) = self.dispatcher.should_call(hook, attrs)? else {
+            let Some(invocation) = self.dispatcher.should_call(hook, attrs).await? else {
                 continue;
             };
             // A webhook is never called for the first time in the reinvocation pass.
@@ -199,14 +206,29 @@ impl MutatingWebhooks {
             }
             let started = Instant::now();
             let mut changed = false;
-            let result = match self.dispatcher.call(&invocation, attrs).await {
-                Ok(verdict) => match apply_patch(&hook.name, &verdict, &mut attrs.object) {
-                    Ok(c) => {
-                        changed = c;
-                        Ok(verdict)
+            let (object, old_object) = self.dispatcher.versioned(attrs, &invocation.matched);
+            let result = match self
+                .dispatcher
+                .call(&invocation, attrs, &object, &old_object)
+                .await
+            {
+                Ok(verdict) => {
+                    let mut versioned = (!object.is_null()).then_some(object);
+                    match apply_patch(&hook.name, &verdict, &mut versioned) {
+                        Ok(c) => {
+                            changed = c;
+                            if c && let Some(patched) = versioned {
+                                attrs.object = Some(self.dispatcher.unversioned(
+                                    attrs,
+                                    &invocation.matched,
+                                    patched,
+                                ));
+                            }
+                            Ok(verdict)
+                        }
+                        Err(e) => Err(e),
                     }
-                    Err(e) => Err(e),
-                },
+                }
                 Err(e) => Err(e),
             };
             record(hook, "admit", attrs.operation.as_str(), started, &result);
@@ -276,7 +298,7 @@ impl Plugin for ValidatingWebhooks {
         let hooks = self.source.hooks();
         let mut relevant: Vec<Invocation> = Vec::new();
         for hook in hooks.iter() {
-            if let Some(invocation) = self.dispatcher.should_call(hook, attrs)? {
+            if let Some(invocation) = self.dispatcher.should_call(hook, attrs).await? {
                 relevant.push(invocation);
             }
         }
@@ -286,7 +308,11 @@ impl Plugin for ValidatingWebhooks {
         let operation = attrs.operation.as_str();
         let calls = relevant.iter().map(|invocation| async move {
             let started = Instant::now();
-            let result = self.dispatcher.call(invocation, attrs).await;
+            let (object, old_object) = self.dispatcher.versioned(attrs, &invocation.matched);
+            let result = self
+                .dispatcher
+                .call(invocation, attrs, &object, &old_object)
+                .await;
             record(&invocation.hook, "validating", operation, started, &result);
             result
         });

@@ -13,6 +13,7 @@
 //! * [`storage`]: the etcd3-style storage contract and its backends.
 #![warn(missing_docs)]
 
+pub mod admission;
 pub mod apis;
 pub mod audit;
 pub mod authn;

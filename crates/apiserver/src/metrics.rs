@@ -386,6 +386,7 @@ impl ApiserverMetrics {
         registry.register(Box::new(tls_handshake_errors.clone()))?;
         crate::storage::value::metrics::register(&registry)?;
         crate::filters::authn_metrics::register(&registry)?;
+        crate::admission::metrics::register(&registry)?;
         crate::server::encryptionconfig::metrics::register(&registry)?;
         sli_registry.register(Box::new(healthcheck.clone()))?;
         sli_registry.register(Box::new(healthchecks_total.clone()))?;

@@ -1,5 +1,6 @@
 //! `kube-apiserver`: a Kubernetes API server on the `apiserver` library.
 
+mod admission;
 mod apis;
 mod auth;
 mod bootstrap;

@@ -402,6 +402,29 @@ pub struct Options {
     #[arg(long, default_value = "", help_heading = "Authentication flags")]
     pub oidc_username_prefix: String,
 
+    // ----- Admission flags -----
+    /// Admission is divided into two phases. In the first phase, only mutating admission
+    /// plugins run. In the second phase, only validating admission plugins run. The names in
+    /// the below list may represent a validating plugin, a mutating plugin, or both. The order
+    /// of plugins in which they are passed to this flag does not matter. Comma-delimited list
+    /// of: admission plugins that should be enabled in addition to default enabled ones.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Admission flags")]
+    pub enable_admission_plugins: Vec<String>,
+    /// Admission plugins that should be disabled although they are in the default enabled
+    /// plugins list. Comma-delimited list; the order does not matter.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Admission flags")]
+    pub disable_admission_plugins: Vec<String>,
+    /// Admission is divided into two phases. In the first phase, only mutating admission
+    /// plugins run. In the second phase, only validating admission plugins run. The order of
+    /// plugins does not matter. Comma-delimited list of plugins to enable in place of the
+    /// default set. (DEPRECATED: Use --enable-admission-plugins or --disable-admission-plugins
+    /// instead. Will be removed in a future version.)
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Admission flags")]
+    pub admission_control: Vec<String>,
+    /// File with admission control configuration.
+    #[arg(long, help_heading = "Admission flags")]
+    pub admission_control_config_file: Option<PathBuf>,
+
     // ----- Authorization flags -----
     /// Ordered list of plug-ins to do authorization on secure port. Comma-delimited list of:
     /// AlwaysAllow,AlwaysDeny,ABAC,Webhook,RBAC,Node.
@@ -503,6 +526,9 @@ impl Options {
     /// Upstream's validation rules; every problem found, in flag order.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();
+        if let Err(e) = crate::admission::enabled_plugins(self) {
+            errors.push(e);
+        }
         if self.encryption_provider_config.is_none()
             && self.encryption_provider_config_automatic_reload
         {

@@ -303,6 +303,45 @@ fn install_aggregator(
     .map_err(setup("installing the aggregator"))
 }
 
+/// The admission chain of the flags and the admission configuration file, built on the
+/// server's informers.
+fn build_admission(
+    opts: &Options,
+    deps: &AuthDeps<'_>,
+    stores: &crate::install::Stores,
+    authz: &crate::auth::AuthzHandle,
+) -> Result<Arc<apiserver::admission::Chain>, StartError> {
+    let store = |resource: &str| {
+        stores
+            .get(&(String::new(), resource.to_string()))
+            .map(|s| Arc::new(s.clone()) as Arc<dyn RestStorage>)
+    };
+    let service_resolver = store("services").map(|services| {
+        kube_aggregator::ServiceResolver::new(
+            services,
+            store("endpoints"),
+            opts.enable_aggregator_routing,
+        )
+    });
+    let proxy_client = match (&opts.proxy_client_cert_file, &opts.proxy_client_key_file) {
+        (Some(cert), Some(key)) => Some((cert.clone(), key.clone())),
+        _ => None,
+    };
+    let base = crate::admission::PluginContext {
+        informers: deps.informers.clone(),
+        authz: authz.clone(),
+        config: None,
+        config_dir: None,
+        service_resolver,
+        proxy_client,
+        options: Arc::new(opts.clone()),
+        stop: deps.stop.clone(),
+    };
+    crate::admission::build_chain(opts, &base, &crate::admission::Registry::all())
+        .map(Arc::new)
+        .map_err(StartError::Setup)
+}
+
 /// Publishes custom resources' OpenAPI documents, then has the aggregator re-read them.
 struct ThenResyncAggregator {
     inner: apiextensions::ServicePublisher,
@@ -621,6 +660,9 @@ pub async fn run(
         rbac,
     });
     config.authorizer = Some(authorizer);
+    let admission = build_admission(&opts, &deps, &stores, &authz)?;
+    server.set_admission(Some(admission.clone()));
+    apiextensions.set_admission(Some(admission.clone()));
     // The default RBAC policy, then the ClusterRole aggregation controller on the shared
     // ClusterRole informer.
     server
@@ -655,6 +697,7 @@ pub async fn run(
         .new("kube-aggregator", Arc::new(server.clone()))
         .map_err(setup("creating the aggregator"))?;
     aggregator.share_discovery(discovery);
+    aggregator.set_admission(Some(admission));
     let aggregator_controller = install_aggregator(
         &aggregator,
         &opts,

@@ -29,6 +29,11 @@ pub struct RequestContext {
     pub user: Option<Arc<UserInfo>>,
     /// Where to add `Warning` headers.
     pub warnings: Option<Arc<WarningRecorder>>,
+    /// The request's audit state, where handlers and storages add annotations.
+    pub audit: Option<Arc<crate::audit::AuditContext>>,
+    /// The admission of this request, when the server has admission plugins: the generic
+    /// store calls it at upstream's places (see [`crate::admission`]).
+    pub admission: Option<Arc<crate::admission::RequestAdmission>>,
 }
 
 impl RequestContext {
@@ -36,6 +41,22 @@ impl RequestContext {
     pub fn warn(&self, text: &str) {
         if let Some(w) = &self.warnings {
             w.add("-", text);
+        }
+    }
+
+    /// Adds an annotation to the request's audit event.
+    pub fn add_audit_annotation(&self, key: &str, value: &str) {
+        if let Some(a) = &self.audit {
+            a.add_annotation(key, value);
+        }
+    }
+
+    /// This context without admission: for storages that call other storages on behalf of a
+    /// request whose admission already ran.
+    pub fn without_admission(&self) -> RequestContext {
+        RequestContext {
+            admission: None,
+            ..self.clone()
         }
     }
 }
@@ -306,6 +327,13 @@ pub trait RestStorage: Send + Sync {
         Box::pin(async { Err(method_not_supported(self.info(), "connect")) })
     }
 
+    /// The options object a connect request is admitted with (`PodExecOptions` …); `None`
+    /// for streaming reads that upstream serves as GETs (`pods/log`), which are not admitted.
+    fn connect_options(&self, request: &ConnectRequest) -> Option<Value> {
+        let _ = request;
+        None
+    }
+
     /// The strategy (table columns and rows, field validation) when the storage has one.
     fn strategy(&self) -> Option<&dyn super::Strategy> {
         None
@@ -316,6 +344,13 @@ pub trait RestStorage: Send + Sync {
     /// answered, never kept, say no.
     fn is_stored(&self) -> bool {
         true
+    }
+
+    /// Whether the storage runs the request's admission itself (the generic store does, at
+    /// upstream's places). The handlers admit around storages that do not, and pass them a
+    /// context without admission.
+    fn runs_admission(&self) -> bool {
+        false
     }
 }
 
@@ -432,6 +467,11 @@ pub trait WrappingStorage: Send + Sync {
         self.inner().connect(ctx, name, request)
     }
 
+    /// [`RestStorage::connect_options`].
+    fn connect_options(&self, request: &ConnectRequest) -> Option<Value> {
+        self.inner().connect_options(request)
+    }
+
     /// [`RestStorage::strategy`].
     fn strategy(&self) -> Option<&dyn super::Strategy> {
         self.inner().strategy()
@@ -440,6 +480,11 @@ pub trait WrappingStorage: Send + Sync {
     /// [`RestStorage::is_stored`].
     fn is_stored(&self) -> bool {
         self.inner().is_stored()
+    }
+
+    /// [`RestStorage::runs_admission`].
+    fn runs_admission(&self) -> bool {
+        self.inner().runs_admission()
     }
 }
 
@@ -524,12 +569,19 @@ impl<T: WrappingStorage> RestStorage for T {
     ) -> BoxFuture<'a, Result<ConnectResponse, ApiError>> {
         WrappingStorage::connect(self, ctx, name, request)
     }
+    fn connect_options(&self, request: &ConnectRequest) -> Option<Value> {
+        WrappingStorage::connect_options(self, request)
+    }
     fn strategy(&self) -> Option<&dyn super::Strategy> {
         WrappingStorage::strategy(self)
     }
 
     fn is_stored(&self) -> bool {
         WrappingStorage::is_stored(self)
+    }
+
+    fn runs_admission(&self) -> bool {
+        WrappingStorage::runs_admission(self)
     }
 }
 

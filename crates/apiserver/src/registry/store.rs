@@ -7,6 +7,7 @@
 //! `<root>/<name>` for cluster-scoped ones, `<root>` being `<prefix>/<resource>`
 //! (`/registry/configmaps/default/foo`).
 
+mod admitted;
 mod delete;
 mod list_json;
 pub mod meta;
@@ -33,6 +34,7 @@ use super::rest::{
     RequestContext, RestStorage, UpdateFunc, UpdateOptions,
 };
 use super::{ResourceInfo, SharedStrategy, Strategy, invalid};
+use crate::admission::Operation as AdmissionOp;
 use crate::status::{ApiError, StatusDetails, reason};
 use crate::storage::{
     self, Object, Operation, ResourceVersionMatch, Storage, StorageError, WatchEvent,
@@ -267,6 +269,16 @@ impl Store {
     ) -> Result<Value, ApiError> {
         self.before_create(ctx, &mut obj)?;
         let name = meta_str(&obj, "name").to_string();
+        if let Some(adm) = &ctx.admission {
+            adm.validate(
+                AdmissionOp::Create,
+                &ctx.namespace,
+                &name,
+                Some(&mut obj),
+                None,
+            )
+            .await?;
+        }
         let key = self.key(meta_str(&obj, "namespace"), &name)?;
         let existing = if dry_run {
             let got = self
@@ -463,15 +475,42 @@ impl Store {
     ) -> Result<Value, ApiError> {
         *state = UpdateState::default();
         let existing = current.map(|o| self.decode(o)).transpose()?;
+        let obj = self.run_update_func(name, existing.as_ref(), update, force_allow_create)?;
+        self.finish_update(ctx, name, obj, existing, current, state)
+    }
+
+    /// The update function on the current object (`None` when it does not exist).
+    fn run_update_func(
+        &self,
+        name: &str,
+        existing: Option<&Value>,
+        update: &mut UpdateFunc,
+        force_allow_create: bool,
+    ) -> Result<Value, ApiError> {
         let allow_create = self.mode == Mode::Main
             && (self.strategy.allow_create_on_update() || force_allow_create);
         if existing.is_none() && !allow_create {
             return Err(self.not_found(name));
         }
-        let mut obj = update(existing.as_ref())?;
+        let obj = update(existing)?;
         if !obj.is_object() {
             return Err(ApiError::bad_request("the object is not a JSON object"));
         }
+        Ok(obj)
+    }
+
+    /// What an update does with the new object once the update function (and mutating
+    /// admission) produced it: the resourceVersion checks and the strategy's preparation and
+    /// validation (`before_create` when the update creates).
+    fn finish_update(
+        &self,
+        ctx: &RequestContext,
+        name: &str,
+        mut obj: Value,
+        existing: Option<Value>,
+        current: Option<&Object>,
+        state: &mut UpdateState,
+    ) -> Result<Value, ApiError> {
         let new_rv = storage::versioner::parse_resource_version(meta_str(&obj, "resourceVersion"))
             .map_err(|e| self.api_err(e, Operation::Update, name))?;
         let (Some(old), Some(cur)) = (existing, current) else {
@@ -526,6 +565,15 @@ impl Store {
         opts: &UpdateOptions,
         force_allow_create: bool,
     ) -> Result<(Value, bool), ApiError> {
+        if let Some(adm) = ctx
+            .admission
+            .as_ref()
+            .filter(|a| a.handles(AdmissionOp::Update) || a.handles(AdmissionOp::Create))
+        {
+            return self
+                .update_admitted(ctx, adm, name, update, opts, force_allow_create)
+                .await;
+        }
         let key = self.key(&ctx.namespace, name)?;
         let mut state = UpdateState::default();
         if opts.is_dry_run() {
@@ -950,5 +998,9 @@ impl RestStorage for Store {
 
     fn strategy(&self) -> Option<&dyn Strategy> {
         Some(self.strategy.as_ref())
+    }
+
+    fn runs_admission(&self) -> bool {
+        true
     }
 }

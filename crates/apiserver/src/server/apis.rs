@@ -99,6 +99,7 @@ pub enum InstallError {
 pub(crate) struct ApisState {
     discovery: OnceLock<DiscoveryManager>,
     protobuf_decoder: ProtobufDecoderSlot,
+    admission: crate::endpoints::handlers::AdmissionSlot,
 }
 
 impl GenericApiServer {
@@ -149,12 +150,19 @@ impl GenericApiServer {
             .store(Some(Arc::new(decoder)));
     }
 
+    /// Plugs in the admission chain every installed resource's requests pass through (before
+    /// or after installation); `None` removes it.
+    pub fn set_admission(&self, chain: Option<Arc<crate::admission::Chain>>) {
+        self.inner.apis.admission.store(chain);
+    }
+
     /// The settings REST handlers of this server use.
     pub fn handler_config(&self) -> HandlerConfig {
         HandlerConfig {
             max_request_body_bytes: self.inner.config.max_request_body_bytes,
             min_request_timeout: self.inner.config.min_request_timeout,
             protobuf_decoder: self.inner.apis.protobuf_decoder.clone(),
+            admission: self.inner.apis.admission.clone(),
         }
     }
 

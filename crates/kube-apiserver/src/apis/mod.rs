@@ -11,6 +11,7 @@ use std::sync::Arc;
 use apiserver::registry::Strategy;
 use serde_json::Value;
 
+pub mod admissionregistration;
 pub mod apps;
 pub mod authentication;
 pub mod authorization;
@@ -110,8 +111,20 @@ impl ResourceDef {
     }
 }
 
-/// Every built-in group in upstream's discovery order (core first).
+/// Every built-in group in upstream's discovery order (core first), without versions that
+/// have no resources (and groups left without versions).
 pub fn builtin_groups() -> Vec<GroupDef> {
+    let mut groups = all_groups();
+    for group in &mut groups {
+        group
+            .versions
+            .retain(|(_, resources)| !resources.is_empty());
+    }
+    groups.retain(|g| !g.versions.is_empty());
+    groups
+}
+
+fn all_groups() -> Vec<GroupDef> {
     vec![
         GroupDef {
             group: "",
@@ -163,6 +176,13 @@ pub fn builtin_groups() -> Vec<GroupDef> {
         GroupDef {
             group: "storage.k8s.io",
             versions: vec![("v1", storage::resources())],
+        },
+        GroupDef {
+            group: "admissionregistration.k8s.io",
+            versions: vec![
+                ("v1", admissionregistration::resources_v1()),
+                ("v1beta1", admissionregistration::resources_v1beta1()),
+            ],
         },
         GroupDef {
             group: "scheduling.k8s.io",

@@ -82,6 +82,7 @@ impl TokenRequestStorage {
             name: name.to_string(),
             user: ctx.user.clone(),
             warnings: ctx.warnings.clone(),
+            ..Default::default()
         };
         store.get(&scoped, name, &GetOptions::default()).await
     }
@@ -124,6 +125,7 @@ impl TokenRequestStorage {
             name: name.to_string(),
             user: ctx.user.clone(),
             warnings: ctx.warnings.clone(),
+            ..Default::default()
         };
         let sa = self
             .serviceaccounts

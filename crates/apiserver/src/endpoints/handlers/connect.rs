@@ -15,9 +15,11 @@ pub async fn connect(scope: &ResourceScope, parts: RequestParts) -> Result<Respo
         verb: parts.info.verb.clone(),
         query: parts.query().to_string(),
     };
+    let options = scope.storage.connect_options(&request);
+    let ctx = super::admit::connect(scope, &parts, options).await?;
     let answer = scope
         .storage
-        .connect(&parts.ctx, &parts.info.name, &request)
+        .connect(&ctx, &parts.info.name, &request)
         .await?;
     Ok(match answer {
         // Upstream's null stream: 204 and nothing else.

@@ -77,7 +77,7 @@ pub async fn create(
         &scope.subresource,
         scope.storage.as_ref(),
     )?;
-    let created = scope.storage.create(&parts.ctx, obj, &opts).await?;
+    let created = super::admit::create(scope, &parts, obj, &opts).await?;
     write_object(scope, StatusCode::CREATED, created, false, &output)
 }
 

@@ -50,7 +50,7 @@ pub async fn delete(
     };
     let opts = read_delete_options(scope, &parts, body).await?;
     let name = parts.info.name.clone();
-    let (obj, deleted_now) = scope.storage.delete(&parts.ctx, &name, &opts).await?;
+    let (obj, deleted_now) = super::admit::delete(scope, &parts, &name, &opts).await?;
     let code = if !deleted_now && opts.orphan_dependents == Some(false) {
         StatusCode::ACCEPTED
     } else {
@@ -96,9 +96,10 @@ pub async fn delete_collection(
         ));
     }
     let opts = read_delete_options(scope, &parts, body).await?;
+    let ctx = super::admit::delete_collection_context(scope, &parts, &opts).await?;
     let list = scope
         .storage
-        .delete_collection(&parts.ctx, &opts, &list_opts)
+        .delete_collection(&ctx, &opts, &list_opts)
         .await?;
     if list.is_null() {
         let status = success_status(StatusCode::OK, "", &scope.info().kind);

@@ -17,6 +17,7 @@ use crate::request::warning::WarningRecorder;
 use crate::request::{RequestInfo, RequestUser};
 use crate::status::ApiError;
 
+pub mod admit;
 pub mod connect;
 pub mod create;
 pub mod decode;
@@ -51,7 +52,13 @@ pub struct HandlerConfig {
     pub min_request_timeout: Duration,
     /// The protobuf body decoder, when plugged in.
     pub protobuf_decoder: ProtobufDecoderSlot,
+    /// The admission chain, when the server has one (set once the plugins are built).
+    pub admission: AdmissionSlot,
 }
+
+/// A slot for the admission chain, shared by every installed resource so it can be plugged
+/// in after installation (plugins read the stores the installation creates).
+pub type AdmissionSlot = Arc<ArcSwapOption<crate::admission::Chain>>;
 
 impl Default for HandlerConfig {
     fn default() -> Self {
@@ -59,6 +66,7 @@ impl Default for HandlerConfig {
             max_request_body_bytes: 3 * 1024 * 1024,
             min_request_timeout: Duration::from_secs(1800),
             protobuf_decoder: Arc::default(),
+            admission: Arc::default(),
         }
     }
 }
@@ -154,6 +162,11 @@ impl RequestParts {
             name: info.name.clone(),
             user: req.extensions().get::<RequestUser>().map(|u| u.0.clone()),
             warnings: req.extensions().get::<Arc<WarningRecorder>>().cloned(),
+            audit: req
+                .extensions()
+                .get::<Arc<crate::audit::AuditContext>>()
+                .cloned(),
+            admission: None,
         };
         RequestParts {
             uri: req.uri().clone(),

@@ -296,10 +296,8 @@ pub async fn patch(
         )?;
         Ok(patched)
     });
-    let (obj, created) = scope
-        .storage
-        .update(&parts.ctx, &name, update, &opts, is_apply)
-        .await?;
+    let (obj, created) =
+        super::admit::update(scope, &parts, &name, update, &opts, is_apply).await?;
     let code = if created {
         StatusCode::CREATED
     } else {

@@ -71,10 +71,8 @@ pub async fn update(
         )?;
         Ok(new)
     });
-    let (updated, created) = scope
-        .storage
-        .update(&parts.ctx, &name, update, &opts, false)
-        .await?;
+    let (updated, created) =
+        super::admit::update(scope, &parts, &name, update, &opts, false).await?;
     let code = if created {
         StatusCode::CREATED
     } else {

@@ -309,6 +309,16 @@ impl Store {
         if decided.pending {
             return Ok((self.finalize_delete(original)?, false));
         }
+        if let Some(adm) = &ctx.admission {
+            adm.validate(
+                crate::admission::Operation::Delete,
+                &ctx.namespace,
+                name,
+                None,
+                Some(&original),
+            )
+            .await?;
+        }
         // The `orphan` and `foregroundDeletion` finalizers of propagationPolicy are not added:
         // there is no garbage collector to remove them.
         let mut ignore_not_found = false;

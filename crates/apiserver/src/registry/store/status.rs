@@ -59,4 +59,8 @@ impl RestStorage for StatusStore {
     fn strategy(&self) -> Option<&dyn Strategy> {
         Some(self.store.strategy.as_ref())
     }
+
+    fn runs_admission(&self) -> bool {
+        true
+    }
 }

@@ -143,6 +143,24 @@ const UPSTREAM_API_RESOURCES: &[(&str, &str, &str, bool, &str, &str, &str)] = &[
         "api-extensions",
     ),
     (
+        "mutatingwebhookconfigurations",
+        "",
+        "admissionregistration.k8s.io/v1",
+        false,
+        "MutatingWebhookConfiguration",
+        ALL_VERBS,
+        "api-extensions",
+    ),
+    (
+        "validatingwebhookconfigurations",
+        "",
+        "admissionregistration.k8s.io/v1",
+        false,
+        "ValidatingWebhookConfiguration",
+        ALL_VERBS,
+        "api-extensions",
+    ),
+    (
         "apiservices",
         "",
         "apiregistration.k8s.io/v1",
@@ -502,16 +520,10 @@ const UPSTREAM_API_RESOURCES: &[(&str, &str, &str, bool, &str, &str, &str)] = &[
 const ALL_VERBS: &str = "create,delete,deletecollection,get,list,patch,update,watch";
 
 /// Upstream 1.35 API groups this server does not serve yet, with the issue that brings them.
-const KNOWN_EXCLUDED: &[(&str, &str)] = &[
-    (
-        "admissionregistration.k8s.io/v1",
-        "admission webhooks and policies (own issue)",
-    ),
-    (
-        "flowcontrol.apiserver.k8s.io/v1",
-        "API priority and fairness (own issue)",
-    ),
-];
+const KNOWN_EXCLUDED: &[(&str, &str)] = &[(
+    "flowcontrol.apiserver.k8s.io/v1",
+    "API priority and fairness (own issue)",
+)];
 
 /// The rows of `kubectl api-resources -o wide`, cut at the header's column starts.
 fn parse_api_resources(out: &str) -> Vec<[String; 7]> {

@@ -18,7 +18,33 @@ use crate::apis::admissionregistration::webhooks::split_url;
 #[async_trait::async_trait]
 pub trait ResolveService: Send + Sync {
     /// The address of port `port` of Service `namespace/name`.
-    async fn resolve(&self, namespace: &str, name: &str, port: u16) -> Result<(String, u16), String>;
+    async fn resolve(
+        &self,
+        namespace: &str,
+        name: &str,
+        port: u16,
+    ) -> Result<(String, u16), String>;
+}
+
+#[async_trait::async_trait]
+impl ResolveService for kube_aggregator::ServiceResolver {
+    async fn resolve(
+        &self,
+        namespace: &str,
+        name: &str,
+        port: u16,
+    ) -> Result<(String, u16), String> {
+        kube_aggregator::ServiceResolver::resolve(
+            self,
+            &kube_aggregator::apiservice::ServiceReference {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                port,
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())
+    }
 }
 
 /// How many clients are kept (upstream's cache size).
@@ -108,14 +134,15 @@ impl Clients {
         let (server, host_port, server_name) = match &config.endpoint {
             Endpoint::Url(url) => {
                 let parts = split_url(url).map_err(|e| format!("Unparsable URL: {e}"))?;
-                let host_port = if parts.host.rsplit_once(':').is_some_and(|(_, p)| {
-                    !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
-                }) && !parts.host.ends_with(']')
-                {
-                    parts.host.to_string()
-                } else {
-                    format!("{}:443", parts.host)
-                };
+                let host_port =
+                    if parts.host.rsplit_once(':').is_some_and(|(_, p)| {
+                        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())
+                    }) && !parts.host.ends_with(']')
+                    {
+                        parts.host.to_string()
+                    } else {
+                        format!("{}:443", parts.host)
+                    };
                 (format!("{url}{query}"), host_port, None)
             }
             Endpoint::Service {
@@ -144,7 +171,8 @@ impl Clients {
         };
         // The call is cut off by the dispatcher at `timeout`; the client's own limit is only a
         // backstop.
-        let client = WebhookClient::new(&kubeconfig, timeout + Duration::from_secs(1), no_retries())?;
+        let client =
+            WebhookClient::new(&kubeconfig, timeout + Duration::from_secs(1), no_retries())?;
         Ok(match dial {
             Some((host, port)) => client.dial_to(&host, port),
             None => client,

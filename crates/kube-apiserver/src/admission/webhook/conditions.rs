@@ -19,11 +19,7 @@ pub enum ConditionResult {
     Error(String),
 }
 
-fn evaluate(
-    expression: &Expression,
-    text: &str,
-    vars: &[(&str, &Value)],
-) -> Result<bool, String> {
+fn evaluate(expression: &Expression, text: &str, vars: &[(&str, &Value)]) -> Result<bool, String> {
     match expression.eval(vars) {
         Ok(cel::Value::Bool(b)) => Ok(b),
         Ok(other) => Err(format!(
@@ -122,9 +118,13 @@ mod tests {
             ),
             ConditionResult::Skip(Some("team-b".into()))
         );
-        let ConditionResult::Error(text) =
-            evaluate_conditions(&[missing.clone()], false, &object, &Value::Null, &request)
-        else {
+        let ConditionResult::Error(text) = evaluate_conditions(
+            std::slice::from_ref(&missing),
+            false,
+            &object,
+            &Value::Null,
+            &request,
+        ) else {
             panic!("an error was expected");
         };
         assert!(

@@ -53,7 +53,10 @@ pub fn load(config: Option<&Value>) -> Result<AuthResolver, String> {
     }
     if let Some(map) = config.as_object() {
         for key in map.keys() {
-            if !matches!(key.as_str(), "apiVersion" | "kind" | "kubeConfigFile" | "staticManifestsDir") {
+            if !matches!(
+                key.as_str(),
+                "apiVersion" | "kind" | "kubeConfigFile" | "staticManifestsDir"
+            ) {
                 return Err(format!("strict decoding error: unknown field \"{key}\""));
             }
         }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use apiserver::admission::{self, Attributes, Operation};
+use apiserver::registry::SharedStrategy;
 use apiserver::registry::informer::Informer;
 use apiserver::registry::rest::{GetOptions, RequestContext, RestStorage};
 use apiserver::status::{ApiError, Status};
@@ -60,6 +61,10 @@ pub struct Dispatcher {
     pub namespace_store: Option<Arc<dyn RestStorage>>,
     /// Served versions of the same resource, for `matchPolicy: Equivalent`.
     pub equivalents: Equivalents,
+    /// The stored version and strategy of each resource with a store: fields a webhook's
+    /// patch adds that the type does not declare are dropped, as upstream's decoding of the
+    /// patched object drops them.
+    pub strategies: std::collections::HashMap<(String, String), SharedStrategy>,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -111,7 +116,8 @@ fn check_selector(selector: &Value) -> Result<(), ApiError> {
 impl Dispatcher {
     /// Upstream `MatchNamespaceSelector`.
     async fn namespace_matches(&self, hook: &Hook, attrs: &Attributes) -> Result<bool, ApiError> {
-        let is_namespace = attrs.resource.group.is_empty() && attrs.resource.resource == "namespaces";
+        let is_namespace =
+            attrs.resource.group.is_empty() && attrs.resource.resource == "namespaces";
         let namespace = if attrs.namespace.is_empty() && is_namespace {
             attrs.name.as_str()
         } else {
@@ -141,7 +147,11 @@ impl Dispatcher {
             None => match &self.namespace_store {
                 Some(store) => Arc::new(
                     store
-                        .get(&RequestContext::default(), namespace, &GetOptions::default())
+                        .get(
+                            &RequestContext::default(),
+                            namespace,
+                            &GetOptions::default(),
+                        )
                         .await?,
                 ),
                 None => return Err(ApiError::not_found("", "namespaces", namespace)),
@@ -234,7 +244,12 @@ impl Dispatcher {
     }
 
     /// The first rule, in order, that selects another served version of the resource.
-    fn equivalent_match(&self, hook: &Hook, attrs: &Attributes, input: &RuleInput<'_>) -> Option<Gvkr> {
+    fn equivalent_match(
+        &self,
+        hook: &Hook,
+        attrs: &Attributes,
+        input: &RuleInput<'_>,
+    ) -> Option<Gvkr> {
         let alternatives = self.equivalents.alternatives(
             &attrs.resource.group,
             &attrs.resource.resource,
@@ -261,10 +276,24 @@ impl Dispatcher {
         })
     }
 
-    /// The object and old object in the version a webhook is called for.
+    /// The object and old object in the version a webhook is called for, with their
+    /// `apiVersion` and `kind`.
     pub fn versioned(&self, attrs: &Attributes, matched: &Gvkr) -> (Value, Value) {
         let convert = |obj: Option<&Value>| {
-            let obj = obj.cloned().unwrap_or(Value::Null);
+            let mut obj = obj.cloned().unwrap_or(Value::Null);
+            if let Value::Object(map) = &mut obj
+                && attrs.kind.kind == matched.kind
+            {
+                let api_version = if attrs.kind.group.is_empty() {
+                    attrs.kind.version.clone()
+                } else {
+                    format!("{}/{}", attrs.kind.group, attrs.kind.version)
+                };
+                map.entry("apiVersion")
+                    .or_insert(Value::String(api_version));
+                map.entry("kind")
+                    .or_insert(Value::String(attrs.kind.kind.clone()));
+            }
             if attrs.subresource.is_empty() {
                 self.equivalents.convert(
                     &attrs.resource.group,
@@ -277,21 +306,33 @@ impl Dispatcher {
                 obj
             }
         };
-        (convert(attrs.object.as_ref()), convert(attrs.old_object.as_ref()))
+        (
+            convert(attrs.object.as_ref()),
+            convert(attrs.old_object.as_ref()),
+        )
     }
 
-    /// An object of the webhook's version converted back to the request's version.
+    /// A patched object of the webhook's version converted back to the request's version,
+    /// without the fields its type does not declare.
     pub fn unversioned(&self, attrs: &Attributes, matched: &Gvkr, object: Value) -> Value {
         if !attrs.subresource.is_empty() {
             return object;
         }
-        self.equivalents.convert(
+        let mut object = self.equivalents.convert(
             &attrs.resource.group,
             &attrs.resource.resource,
             &matched.version,
             &attrs.resource.version,
             object,
-        )
+        );
+        if let Some(strategy) = self.strategies.get(&(
+            attrs.resource.group.clone(),
+            attrs.resource.resource.clone(),
+        )) && strategy.info().version == attrs.resource.version
+        {
+            strategy.drop_unknown_fields(&mut object);
+        }
+        object
     }
 
     /// Calls the webhook of `invocation` about `attrs`, with the object and old object in the
@@ -391,7 +432,10 @@ impl Dispatcher {
             attrs.warn(warning);
         }
         if !verdict.allowed {
-            return Err(CallError::Rejected(denied(&hook.name, verdict.status.clone())));
+            return Err(CallError::Rejected(denied(
+                &hook.name,
+                verdict.status.clone(),
+            )));
         }
         Ok(verdict)
     }
@@ -452,7 +496,11 @@ pub fn failed_closed(name: &str, reason: &str) -> ApiError {
 }
 
 /// Applies a mutating webhook's verdict to `object`: whether the patch changed it.
-pub fn apply_patch(name: &str, verdict: &Verdict, object: &mut Option<Value>) -> Result<bool, CallError> {
+pub fn apply_patch(
+    name: &str,
+    verdict: &Verdict,
+    object: &mut Option<Value>,
+) -> Result<bool, CallError> {
     if verdict.patch.is_empty() {
         return Ok(false);
     }
@@ -504,7 +552,7 @@ pub fn record(
                     &hook.name,
                     kind,
                     operation,
-                    RejectionType::CallingWebhookError,
+                    RejectionType::CallingWebhook,
                     *code,
                 );
             }
@@ -512,7 +560,7 @@ pub fn record(
         }
         Err(CallError::Rejected(status)) => {
             let code = status.code().as_u16();
-            metrics::rejection(&hook.name, kind, operation, RejectionType::NoError, code);
+            metrics::rejection(&hook.name, kind, operation, RejectionType::Denied, code);
             metrics::observe(&hook.name, kind, operation, elapsed, true, code);
         }
         Err(CallError::Other(_)) => {
@@ -520,7 +568,7 @@ pub fn record(
                 &hook.name,
                 kind,
                 operation,
-                RejectionType::ApiserverInternalError,
+                RejectionType::ApiserverInternal,
                 0,
             );
             metrics::observe(&hook.name, kind, operation, elapsed, true, 0);
@@ -539,7 +587,10 @@ mod tests {
 
     #[test]
     fn denials_read_like_upstream() {
-        let e = denied("deny.example.com", Some(json!({"code": 403, "message": "no configmaps here", "reason": "Forbidden"})));
+        let e = denied(
+            "deny.example.com",
+            Some(json!({"code": 403, "message": "no configmaps here", "reason": "Forbidden"})),
+        );
         assert_eq!(e.code().as_u16(), 403);
         assert_eq!(
             e.0.message,
@@ -552,7 +603,10 @@ mod tests {
             bare.0.message,
             "admission webhook \"d.example.com\" denied the request without explanation"
         );
-        let reason_only = denied("d.example.com", Some(json!({"code": 200, "reason": "NotAllowed"})));
+        let reason_only = denied(
+            "d.example.com",
+            Some(json!({"code": 200, "reason": "NotAllowed"})),
+        );
         assert_eq!(reason_only.code().as_u16(), 400);
         assert_eq!(
             reason_only.0.message,
@@ -603,7 +657,11 @@ mod tests {
         ));
         let mut none = None;
         assert!(matches!(
-            apply_patch("m", &verdict(r#"[{"op":"add","path":"/x","value":1}]"#), &mut none),
+            apply_patch(
+                "m",
+                &verdict(r#"[{"op":"add","path":"/x","value":1}]"#),
+                &mut none
+            ),
             Err(CallError::Other(_))
         ));
     }

@@ -59,7 +59,12 @@ impl Equivalents {
     }
 
     /// The other served versions of `group`/`resource` with their kinds, in serving order.
-    pub fn alternatives(&self, group: &str, resource: &str, version: &str) -> Vec<(String, String)> {
+    pub fn alternatives(
+        &self,
+        group: &str,
+        resource: &str,
+        version: &str,
+    ) -> Vec<(String, String)> {
         self.resources
             .get(&(group.to_string(), resource.to_string()))
             .map(|versions| {
@@ -73,11 +78,21 @@ impl Equivalents {
     }
 
     /// `object` (of `from`) converted to version `to` of `group`/`resource`.
-    pub fn convert(&self, group: &str, resource: &str, from: &str, to: &str, object: Value) -> Value {
+    pub fn convert(
+        &self,
+        group: &str,
+        resource: &str,
+        from: &str,
+        to: &str,
+        object: Value,
+    ) -> Value {
         if from == to || object.is_null() {
             return object;
         }
-        let Some(versions) = self.resources.get(&(group.to_string(), resource.to_string())) else {
+        let Some(versions) = self
+            .resources
+            .get(&(group.to_string(), resource.to_string()))
+        else {
             return object;
         };
         let find = |v: &str| versions.iter().find(|x| x.version == v);
@@ -109,7 +124,13 @@ mod tests {
                         "metadata": {"name": "h"},
                         "spec": {"maxReplicas": 3, "targetCPUUtilizationPercentage": 50,
                                  "scaleTargetRef": {"kind": "Deployment", "name": "d", "apiVersion": "apps/v1"}}});
-        let v2 = eq.convert("autoscaling", "horizontalpodautoscalers", "v1", "v2", v1.clone());
+        let v2 = eq.convert(
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "v1",
+            "v2",
+            v1.clone(),
+        );
         assert_eq!(v2["apiVersion"], "autoscaling/v2");
         assert_eq!(
             v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],

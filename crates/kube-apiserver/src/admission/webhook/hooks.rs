@@ -210,10 +210,7 @@ pub fn hooks_of(config: &Value, kind: HookKind) -> Vec<Hook> {
                     .unwrap_or_default(),
                 fail_open: text("failurePolicy") == Some("Ignore"),
                 equivalent: text("matchPolicy") != Some("Exact"),
-                namespace_selector: h
-                    .get("namespaceSelector")
-                    .cloned()
-                    .unwrap_or(Value::Null),
+                namespace_selector: h.get("namespaceSelector").cloned().unwrap_or(Value::Null),
                 object_selector: h.get("objectSelector").cloned().unwrap_or(Value::Null),
                 side_effects: text("sideEffects").map(str::to_string),
                 timeout: Duration::from_secs(
@@ -331,7 +328,11 @@ mod tests {
         let uids: Vec<&str> = hooks.iter().map(|h| h.uid.as_str()).collect();
         assert_eq!(
             uids,
-            ["a/y.example.com/0", "b/x.example.com/0", "b/x.example.com/1"]
+            [
+                "a/y.example.com/0",
+                "b/x.example.com/0",
+                "b/x.example.com/1"
+            ]
         );
         assert!(hooks[0].client.is_err());
         assert!(hooks[0].match_conditions[0].expression.is_ok());

@@ -11,19 +11,19 @@ use prometheus::{CounterVec, HistogramOpts, HistogramVec, Opts};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RejectionType {
     /// The webhook answered and denied the request.
-    NoError,
+    Denied,
     /// The webhook could not be called (under `failurePolicy: Fail`).
-    CallingWebhookError,
+    CallingWebhook,
     /// Something failed in the server (a patch that does not apply).
-    ApiserverInternalError,
+    ApiserverInternal,
 }
 
 impl RejectionType {
     fn label(self) -> &'static str {
         match self {
-            RejectionType::NoError => "no_error",
-            RejectionType::CallingWebhookError => "calling_webhook_error",
-            RejectionType::ApiserverInternalError => "apiserver_internal_error",
+            RejectionType::Denied => "no_error",
+            RejectionType::CallingWebhook => "calling_webhook_error",
+            RejectionType::ApiserverInternal => "apiserver_internal_error",
         }
     }
 }
@@ -119,7 +119,13 @@ pub fn observe(
 pub fn rejection(name: &str, kind: &str, operation: &str, why: RejectionType, code: u16) {
     if let Some(m) = METRICS.as_ref() {
         m.rejections
-            .with_label_values(&[name, kind, operation, why.label(), &code.min(600).to_string()])
+            .with_label_values(&[
+                name,
+                kind,
+                operation,
+                why.label(),
+                &code.min(600).to_string(),
+            ])
             .inc();
     }
 }

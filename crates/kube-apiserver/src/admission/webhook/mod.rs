@@ -62,7 +62,9 @@ fn source(
     let informer = ctx
         .informers
         .informer("admissionregistration.k8s.io", resource)
-        .ok_or_else(|| format!("the server does not serve admissionregistration.k8s.io/{resource}"))?;
+        .ok_or_else(|| {
+            format!("the server does not serve admissionregistration.k8s.io/{resource}")
+        })?;
     Ok(HookSource::new(informer, kind))
 }
 
@@ -70,14 +72,27 @@ fn dispatcher(ctx: &super::PluginContext) -> Result<Dispatcher, String> {
     let auth = config::load(ctx.config.as_ref())?;
     metrics::init();
     Ok(Dispatcher {
-        clients: Clients::new(auth, ctx.service_resolver()),
+        clients: Clients::new(
+            auth,
+            ctx.service_resolver
+                .clone()
+                .map(|r| Arc::new(r) as Arc<dyn client::ResolveService>),
+        ),
         namespaces: ctx.informers.informer("", "namespaces"),
         namespace_store: ctx
             .informers
             .stores()
             .get(&(String::new(), "namespaces".to_string()))
-            .map(|store| Arc::new(store.clone()) as Arc<dyn apiserver::registry::rest::RestStorage>),
+            .map(|store| {
+                Arc::new(store.clone()) as Arc<dyn apiserver::registry::rest::RestStorage>
+            }),
         equivalents: equivalent::Equivalents::from_groups(&crate::apis::builtin_groups()),
+        strategies: ctx
+            .informers
+            .stores()
+            .iter()
+            .map(|(key, store)| (key.clone(), store.shared_strategy().clone()))
+            .collect(),
     })
 }
 

@@ -125,7 +125,9 @@ fn remove_child(container: &mut Value, key: &str) -> Result<Value, String> {
             let idx = array_index(key, items.len(), false)?;
             Ok(items.remove(idx))
         }
-        _ => Err(format!("Unable to remove nonexistent key: {key}: {MISSING}")),
+        _ => Err(format!(
+            "Unable to remove nonexistent key: {key}: {MISSING}"
+        )),
     }
 }
 
@@ -298,12 +300,19 @@ mod tests {
             "remove operation does not apply: doc is missing path: \"/spec/x\": missing value"
         );
         assert_eq!(
-            run(json!([{"op": "add", "path": "/spec/x", "value": 1}]), doc.clone()).unwrap_err(),
+            run(
+                json!([{"op": "add", "path": "/spec/x", "value": 1}]),
+                doc.clone()
+            )
+            .unwrap_err(),
             "add operation does not apply: doc is missing path: \"/spec/x\": missing value"
         );
         assert_eq!(
-            run(json!([{"op": "test", "path": "/metadata/name", "value": "b"}]), doc.clone())
-                .unwrap_err(),
+            run(
+                json!([{"op": "test", "path": "/metadata/name", "value": "b"}]),
+                doc.clone()
+            )
+            .unwrap_err(),
             "testing value /metadata/name failed: test failed"
         );
         assert_eq!(

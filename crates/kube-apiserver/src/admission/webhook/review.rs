@@ -197,11 +197,7 @@ fn decode_fields(response: &Map<String, Value>) -> Result<Verdict, DecodeError> 
             }
         }
         Some(other) => {
-            return Err(type_error(
-                "auditAnnotations",
-                "map[string]string",
-                other,
-            ));
+            return Err(type_error("auditAnnotations", "map[string]string", other));
         }
     }
     match response.get("warnings") {
@@ -400,15 +396,25 @@ mod tests {
 
     #[test]
     fn answers_are_checked_as_upstream() {
-        let ok = verify("v1", "u", false, &answer(json!({"uid": "u", "allowed": true})))
-            .unwrap()
-            .unwrap();
+        let ok = verify(
+            "v1",
+            "u",
+            false,
+            &answer(json!({"uid": "u", "allowed": true})),
+        )
+        .unwrap()
+        .unwrap();
         assert!(ok.allowed);
         assert_eq!(
-            verify("v1", "u", false, &answer(json!({"uid": "x", "allowed": true})))
-                .unwrap()
-                .unwrap_err()
-                .0,
+            verify(
+                "v1",
+                "u",
+                false,
+                &answer(json!({"uid": "x", "allowed": true}))
+            )
+            .unwrap()
+            .unwrap_err()
+            .0,
             "expected response.uid=\"u\", got \"x\""
         );
         assert_eq!(
@@ -425,25 +431,39 @@ mod tests {
         );
         let patch = STANDARD.encode(br#"[{"op":"add","path":"/x","value":1}]"#);
         assert_eq!(
-            verify("v1", "u", false, &answer(json!({"uid": "u", "allowed": true, "patch": patch, "patchType": "JSONPatch"})))
-                .unwrap()
-                .unwrap_err()
-                .0,
+            verify(
+                "v1",
+                "u",
+                false,
+                &answer(
+                    json!({"uid": "u", "allowed": true, "patch": patch, "patchType": "JSONPatch"})
+                )
+            )
+            .unwrap()
+            .unwrap_err()
+            .0,
             "validating webhook may not return response.patch"
         );
         assert_eq!(
-            verify("v1", "u", true, &answer(json!({"uid": "u", "allowed": true, "patch": patch})))
-                .unwrap()
-                .unwrap_err()
-                .0,
+            verify(
+                "v1",
+                "u",
+                true,
+                &answer(json!({"uid": "u", "allowed": true, "patch": patch}))
+            )
+            .unwrap()
+            .unwrap_err()
+            .0,
             "webhook returned response.patch but not response.patchType"
         );
         let mutated = verify(
             "v1",
             "u",
             true,
-            &answer(json!({"uid": "u", "allowed": true, "patch": patch, "patchType": "JSONPatch",
-                           "warnings": ["careful"], "auditAnnotations": {"k": "v"}})),
+            &answer(
+                json!({"uid": "u", "allowed": true, "patch": patch, "patchType": "JSONPatch",
+                           "warnings": ["careful"], "auditAnnotations": {"k": "v"}}),
+            ),
         )
         .unwrap()
         .unwrap();
@@ -451,7 +471,13 @@ mod tests {
         assert_eq!(mutated.warnings, ["careful"]);
         assert_eq!(mutated.audit_annotations["k"], "v");
         assert!(
-            verify("v1", "u", true, &answer(json!({"uid": "u", "allowed": "yes"}))).is_err()
+            verify(
+                "v1",
+                "u",
+                true,
+                &answer(json!({"uid": "u", "allowed": "yes"}))
+            )
+            .is_err()
         );
         assert!(verify("v1", "u", true, &json!([1])).is_err());
         // v1beta1: no uid check, any patch is a JSON patch.

@@ -144,8 +144,10 @@ mod tests {
     }
 
     fn rule(resources: Value, scope: &str) -> Rule {
-        Rule::parse(&json!({"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
-                            "apiVersions": ["v1"], "resources": resources, "scope": scope}))
+        Rule::parse(
+            &json!({"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
+                            "apiVersions": ["v1"], "resources": resources, "scope": scope}),
+        )
     }
 
     #[test]

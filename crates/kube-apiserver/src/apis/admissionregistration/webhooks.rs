@@ -204,9 +204,10 @@ fn validate_configuration(obj: &Value, old: Option<&Value>, kind: Kind) -> Vec<F
         require_recognized_review_version: all_hooks(old, |h| {
             let versions = array_at(h, "admissionReviewVersions");
             versions.is_empty()
-                || versions
-                    .iter()
-                    .any(|v| v.as_str().is_some_and(|v| ACCEPTED_REVIEW_VERSIONS.contains(&v)))
+                || versions.iter().any(|v| {
+                    v.as_str()
+                        .is_some_and(|v| ACCEPTED_REVIEW_VERSIONS.contains(&v))
+                })
         }),
         require_unique_names: old.is_none_or(|old| {
             let mut seen = BTreeSet::new();
@@ -251,7 +252,12 @@ struct Options {
 
 fn strings(v: Option<&Value>) -> Vec<&str> {
     v.and_then(Value::as_array)
-        .map(|items| items.iter().map(|s| s.as_str().unwrap_or_default()).collect())
+        .map(|items| {
+            items
+                .iter()
+                .map(|s| s.as_str().unwrap_or_default())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -496,12 +502,19 @@ fn validate_resources(resources: &[&str], path: &str) -> Vec<FieldError> {
     errs
 }
 
-fn validate_review_versions(versions: &[Value], require_recognized: bool, path: &str) -> Vec<FieldError> {
+fn validate_review_versions(
+    versions: &[Value],
+    require_recognized: bool,
+    path: &str,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     if versions.is_empty() {
         errs.push(FieldError::required(
             path,
-            &format!("must specify one of {}", ACCEPTED_REVIEW_VERSIONS.join(", ")),
+            &format!(
+                "must specify one of {}",
+                ACCEPTED_REVIEW_VERSIONS.join(", ")
+            ),
         ));
         return errs;
     }
@@ -679,11 +692,19 @@ fn validate_service(path: &str, service: &Value) -> Vec<FieldError> {
     }
     let field = format!("{path}.path");
     if url_path == "//" {
-        errs.push(FieldError::invalid(&field, url_path, "segment[0] may not be empty"));
+        errs.push(FieldError::invalid(
+            &field,
+            url_path,
+            "segment[0] may not be empty",
+        ));
         return errs;
     }
     if !url_path.starts_with('/') {
-        errs.push(FieldError::invalid(&field, url_path, "must start with a '/'"));
+        errs.push(FieldError::invalid(
+            &field,
+            url_path,
+            "must start with a '/'",
+        ));
     }
     let mut check = url_path.get(1..).unwrap_or_default();
     check = check.strip_suffix('/').unwrap_or(check);
@@ -838,7 +859,11 @@ mod tests {
         validating_webhook_configurations()
             .strategy
             .prepare_for_create(&mut validating);
-        assert!(validating["webhooks"][0].get("reinvocationPolicy").is_none());
+        assert!(
+            validating["webhooks"][0]
+                .get("reinvocationPolicy")
+                .is_none()
+        );
     }
 
     #[test]
@@ -859,7 +884,10 @@ mod tests {
         let mut b = hook();
         b["name"] = json!("same.example.com");
         b["sideEffects"] = json!("Some");
-        let c = json!({"name": "same.example.com"}).as_object().unwrap().clone();
+        let c = json!({"name": "same.example.com"})
+            .as_object()
+            .unwrap()
+            .clone();
         let mut c2 = hook();
         c2.as_object_mut().unwrap().extend(c);
         let obj = json!({"metadata": {"name": "v"}, "webhooks": [a, b, c2]});
@@ -889,7 +917,9 @@ mod tests {
         };
         assert_eq!(
             check(json!({})),
-            vec!["webhooks[0].clientConfig: Required value: exactly one of url or service is required"]
+            vec![
+                "webhooks[0].clientConfig: Required value: exactly one of url or service is required"
+            ]
         );
         assert_eq!(
             check(json!({"url": "http://example.com/x?a=b"})),
@@ -913,7 +943,8 @@ mod tests {
         h["rules"] = json!([{"operations": ["CREATE", "*"], "apiGroups": [], "apiVersions": ["v1"],
                              "resources": ["*", "pods"], "scope": "Everywhere"}]);
         h["timeoutSeconds"] = json!(31);
-        h["objectSelector"] = json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]});
+        h["objectSelector"] =
+            json!({"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]});
         h["matchConditions"] = json!([{"name": "bad", "expression": "object.metadata.name =="},
                                       {"name": "bad", "expression": "true"}]);
         let got = messages(&validate_configuration(
@@ -921,14 +952,32 @@ mod tests {
             None,
             Kind::Validating,
         ));
-        assert_eq!(got[0], "webhooks[0].rules[0].operations: Invalid value: [\"CREATE\",\"*\"]: if '*' is present, must not specify other operations");
+        assert_eq!(
+            got[0],
+            "webhooks[0].rules[0].operations: Invalid value: [\"CREATE\",\"*\"]: if '*' is present, must not specify other operations"
+        );
         assert_eq!(got[1], "webhooks[0].rules[0].apiGroups: Required value");
-        assert_eq!(got[2], "webhooks[0].rules[0].resources: Invalid value: [\"*\",\"pods\"]: if '*' is present, must not specify other resources without subresources");
-        assert_eq!(got[3], "webhooks[0].rules[0].scope: Unsupported value: \"Everywhere\": supported values: \"*\", \"Cluster\", \"Namespaced\"");
-        assert_eq!(got[4], "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds");
-        assert_eq!(got[5], "webhooks[0].objectSelector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+        assert_eq!(
+            got[2],
+            "webhooks[0].rules[0].resources: Invalid value: [\"*\",\"pods\"]: if '*' is present, must not specify other resources without subresources"
+        );
+        assert_eq!(
+            got[3],
+            "webhooks[0].rules[0].scope: Unsupported value: \"Everywhere\": supported values: \"*\", \"Cluster\", \"Namespaced\""
+        );
+        assert_eq!(
+            got[4],
+            "webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds"
+        );
+        assert_eq!(
+            got[5],
+            "webhooks[0].objectSelector.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+        );
         assert!(got[6].starts_with("webhooks[0].matchConditions[0].expression: Invalid value: \"object.metadata.name ==\": compilation failed: "), "{}", got[6]);
-        assert_eq!(got[7], "webhooks[0].matchConditions[1].name: Duplicate value: \"bad\"");
+        assert_eq!(
+            got[7],
+            "webhooks[0].matchConditions[1].name: Duplicate value: \"bad\""
+        );
         assert_eq!(got.len(), 8, "{got:#?}");
     }
 
@@ -938,11 +987,15 @@ mod tests {
         assert!(validate_resources(&["pods/*", "*/status"], "r").is_empty());
         assert_eq!(
             messages(&validate_resources(&["pods/*", "pods/status"], "r")),
-            vec!["r[1]: Invalid value: \"pods/status\": if 'pods/*' is present, must not specify pods/status"]
+            vec![
+                "r[1]: Invalid value: \"pods/status\": if 'pods/*' is present, must not specify pods/status"
+            ]
         );
         assert_eq!(
             messages(&validate_resources(&["*/*", "pods"], "r")),
-            vec!["r: Invalid value: [\"*/*\",\"pods\"]: if '*/*' is present, must not specify other resources"]
+            vec![
+                "r: Invalid value: [\"*/*\",\"pods\"]: if '*/*' is present, must not specify other resources"
+            ]
         );
     }
 

@@ -40,13 +40,21 @@ struct WebhookServer {
     url: String,
     /// The CA bundle (base64 PEM) that verifies it.
     ca_bundle: String,
-    requests: Arc<Mutex<Vec<(String, Value)>>>,
+    requests: Arc<Mutex<Vec<Received>>>,
+}
+
+/// One review a webhook server got.
+#[derive(Clone, Debug)]
+struct Received {
+    path: String,
+    body: Value,
+    authorization: Option<String>,
 }
 
 impl WebhookServer {
     async fn start(ca: &Ca, handler: Handler) -> WebhookServer {
         use rustls::pki_types::pem::PemObject;
-        let serving = ca.serving("webhook", &["127.0.0.1", "localhost"]);
+        let serving = ca.serving("webhook", &["127.0.0.1", "localhost", "hook.webhooks.svc"]);
         let certs = rustls::pki_types::CertificateDer::pem_slice_iter(serving.cert.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
@@ -63,7 +71,7 @@ impl WebhookServer {
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("https://{}", listener.local_addr().unwrap());
-        let requests: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
+        let requests: Arc<Mutex<Vec<Received>>> = Arc::default();
         let recorded = requests.clone();
         tokio::spawn(async move {
             loop {
@@ -81,10 +89,19 @@ impl WebhookServer {
                             let (handler, recorded) = (handler.clone(), recorded.clone());
                             async move {
                                 let path = req.uri().path().to_string();
+                                let authorization = req
+                                    .headers()
+                                    .get("authorization")
+                                    .and_then(|v| v.to_str().ok())
+                                    .map(str::to_string);
                                 let body = req.into_body().collect().await?.to_bytes();
                                 let body: Value =
                                     serde_json::from_slice(&body).unwrap_or(Value::Null);
-                                recorded.lock().unwrap().push((path.clone(), body.clone()));
+                                recorded.lock().unwrap().push(Received {
+                                    path: path.clone(),
+                                    body: body.clone(),
+                                    authorization,
+                                });
                                 let answer = match handler(&path, &body) {
                                     Reply::Json(v) => v,
                                     Reply::Hang => std::future::pending().await,
@@ -113,12 +130,17 @@ impl WebhookServer {
 
     /// The reviews received on `path`.
     fn reviews(&self, path: &str) -> Vec<Value> {
+        self.received(path).into_iter().map(|r| r.body).collect()
+    }
+
+    /// Everything received on `path`.
+    fn received(&self, path: &str) -> Vec<Received> {
         self.requests
             .lock()
             .unwrap()
             .iter()
-            .filter(|(p, _)| p == path)
-            .map(|(_, b)| b.clone())
+            .filter(|r| r.path == path)
+            .cloned()
             .collect()
     }
 }
@@ -875,4 +897,80 @@ async fn webhook_configurations_are_validated_with_upstreams_messages() {
         ])
         .await;
     assert!(explain.contains("FIELD: failurePolicy"), "{explain}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_webhooks_are_reached_through_their_endpoints_with_the_admission_kubeconfigs_credentials()
+ {
+    let tmp = tempfile::tempdir().unwrap();
+    let kubeconfig = tmp.path().join("webhooks.kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        "apiVersion: v1\nkind: Config\nusers:\n- name: '*.webhooks.svc'\n  user:\n    token: secret-hook-token\n",
+    )
+    .unwrap();
+    let admission = tmp.path().join("admission.yaml");
+    std::fs::write(
+        &admission,
+        format!(
+            "apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: ValidatingAdmissionWebhook\n  configuration:\n    apiVersion: apiserver.config.k8s.io/v1\n    kind: WebhookAdmissionConfiguration\n    kubeConfigFile: {}\n",
+            kubeconfig.display()
+        ),
+    )
+    .unwrap();
+    let server = ApiServer::start(&[
+        "--enable-aggregator-routing",
+        &format!("--admission-control-config-file={}", admission.display()),
+    ])
+    .await;
+    let k = Kubectl::new(&server);
+    let ca = Ca::new("webhook-ca");
+    let hookd = WebhookServer::start(&ca, deny_named_forbidden()).await;
+    let port = hookd.url.rsplit(':').next().unwrap().to_string();
+    k.ok(&["create", "namespace", "webhooks"]).await;
+    k.apply(
+        "svc.json",
+        &json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "hook", "namespace": "webhooks"},
+                "spec": {"ports": [{"name": "https", "port": 443, "targetPort": 9443}]}}),
+    )
+    .await;
+    k.apply(
+        "ep.json",
+        &json!({"apiVersion": "v1", "kind": "Endpoints",
+                "metadata": {"name": "hook", "namespace": "webhooks"},
+                "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+                             "ports": [{"name": "https", "port": port.parse::<u16>().unwrap()}]}]}),
+    )
+    .await;
+    let mut service_hook = hook("svc.example.com", "https://unused", &hookd.ca_bundle);
+    service_hook["clientConfig"] = json!({
+        "service": {"namespace": "webhooks", "name": "hook", "path": "/svc"},
+        "caBundle": hookd.ca_bundle,
+    });
+    k.apply("vwc.json", &validating("by-service", vec![service_hook]))
+        .await;
+    wait_until_refused(
+        &k,
+        &configmap("forbidden-probe", "default", json!({})),
+        "admission webhook \"svc.example.com\" denied the request: configmaps named forbidden-* are not allowed",
+    )
+    .await;
+    let received = hookd.received("/svc");
+    assert!(!received.is_empty());
+    assert!(
+        received
+            .iter()
+            .all(|r| r.authorization.as_deref() == Some("Bearer secret-hook-token")),
+        "{received:?}"
+    );
+    // Without endpoints the call fails (failurePolicy Fail) with the resolver's reason.
+    k.ok(&["delete", "endpoints", "-n", "webhooks", "hook"])
+        .await;
+    wait_until_refused(
+        &k,
+        &configmap("any-probe", "default", json!({})),
+        "failed calling webhook \"svc.example.com\": failed to call webhook: Post \"https://hook.webhooks.svc:443/svc?timeout=10s\": cannot find endpoints for service/hook in \"webhooks\"",
+    )
+    .await;
 }

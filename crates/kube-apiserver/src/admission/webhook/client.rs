@@ -47,6 +47,20 @@ impl ResolveService for kube_aggregator::ServiceResolver {
     }
 }
 
+/// Why no client could be had.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ClientError {
+    /// The Service did not resolve: upstream fails the dial of `url` with `reason`.
+    Resolve {
+        /// The webhook's URL as called.
+        url: String,
+        /// The resolver's reason.
+        reason: String,
+    },
+    /// The client configuration cannot be used (bad CA bundle, credentials, URL).
+    Config(String),
+}
+
 /// How many clients are kept (upstream's cache size).
 const CACHE_SIZE: usize = 200;
 
@@ -90,19 +104,31 @@ impl Clients {
         &self,
         config: &ClientConfig,
         timeout: Duration,
-    ) -> Result<Arc<WebhookClient>, String> {
+    ) -> Result<Arc<WebhookClient>, ClientError> {
         let dial = match &config.endpoint {
             Endpoint::Service {
                 namespace,
                 name,
                 port,
-                ..
+                path,
             } => {
                 let services = self
                     .services
                     .as_ref()
-                    .ok_or_else(|| "no service resolver".to_string())?;
-                Some(services.resolve(namespace, name, *port).await?)
+                    .ok_or_else(|| ClientError::Config("no service resolver".to_string()))?;
+                let resolved =
+                    services
+                        .resolve(namespace, name, *port)
+                        .await
+                        .map_err(|reason| ClientError::Resolve {
+                            url: format!(
+                                "https://{name}.{namespace}.svc:{port}{}?timeout={}s",
+                                if path.is_empty() { "/" } else { path },
+                                timeout.as_secs()
+                            ),
+                            reason,
+                        })?;
+                Some(resolved)
             }
             Endpoint::Url(_) => None,
         };
@@ -115,7 +141,10 @@ impl Clients {
         {
             return Ok(client.clone());
         }
-        let client = Arc::new(self.build(config, timeout, dial)?);
+        let client = Arc::new(
+            self.build(config, timeout, dial)
+                .map_err(ClientError::Config)?,
+        );
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= CACHE_SIZE {
             cache.clear();

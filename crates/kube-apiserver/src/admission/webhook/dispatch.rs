@@ -14,7 +14,7 @@ use apiserver::registry::rest::{GetOptions, RequestContext, RestStorage};
 use apiserver::status::{ApiError, Status};
 use serde_json::{Map, Value, json};
 
-use super::client::Clients;
+use super::client::{ClientError, Clients};
 use super::conditions::{ConditionResult, evaluate_conditions};
 use super::equivalent::Equivalents;
 use super::hooks::{Hook, HookKind};
@@ -373,14 +373,21 @@ impl Dispatcher {
             reason: format!("could not get REST client: {e}"),
             code: 500,
         })?;
-        let client = self
-            .clients
-            .client(client_config, hook.timeout)
-            .await
-            .map_err(|e| CallError::Calling {
-                reason: format!("could not get REST client: {e}"),
-                code: 500,
-            })?;
+        let client = match self.clients.client(client_config, hook.timeout).await {
+            Ok(client) => client,
+            Err(ClientError::Resolve { url, reason }) => {
+                return Err(CallError::Calling {
+                    reason: format!("failed to call webhook: Post {url:?}: {reason}"),
+                    code: 503,
+                });
+            }
+            Err(ClientError::Config(e)) => {
+                return Err(CallError::Calling {
+                    reason: format!("could not get REST client: {e}"),
+                    code: 500,
+                });
+            }
+        };
         let uid = uuid::Uuid::new_v4().to_string();
         let requested = requested(attrs);
         let body = review::review(

@@ -337,7 +337,19 @@ async fn validating_webhook_rejects_a_configmap_with_its_message_and_code() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutating_webhook_adds_a_label_and_is_reinvoked_after_a_later_webhook_changes_the_object() {
-    let server = ApiServer::start(&[]).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let policy = tmp.path().join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+    )
+    .unwrap();
+    let log = tmp.path().join("audit.log");
+    let server = ApiServer::start(&[
+        &format!("--audit-policy-file={}", policy.display()),
+        &format!("--audit-log-path={}", log.display()),
+    ])
+    .await;
     let k = Kubectl::new(&server);
     let ca = Ca::new("webhook-ca");
     // /label adds `labeled=yes` when missing; /annotate adds the `annotated` annotation when
@@ -441,6 +453,39 @@ async fn mutating_webhook_adds_a_label_and_is_reinvoked_after_a_later_webhook_ch
         .filter(|r| r["request"]["name"] == "mutated")
         .count();
     assert_eq!(annotate_calls, 1);
+    // The audit event of the create names each mutating call, by round and index.
+    let event = eventually("the create's audit event", || async {
+        let text = std::fs::read_to_string(&log).ok()?;
+        // Only the create of "mutated" had a reinvocation round.
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| {
+                e["verb"] == "create"
+                    && e["stage"] == "ResponseComplete"
+                    && e["annotations"]["mutation.webhook.admission.k8s.io/round_1_index_0"]
+                        .is_string()
+            })
+    })
+    .await;
+    let annotations = &event["annotations"];
+    let mutation = |key: &str| -> Value {
+        serde_json::from_str(annotations[key].as_str().unwrap_or("null")).unwrap_or(Value::Null)
+    };
+    assert_eq!(
+        mutation("mutation.webhook.admission.k8s.io/round_0_index_0"),
+        json!({"configuration": "a-labeler", "webhook": "label.example.com", "mutated": true}),
+        "{event}"
+    );
+    assert_eq!(
+        mutation("mutation.webhook.admission.k8s.io/round_0_index_1"),
+        json!({"configuration": "b-annotator", "webhook": "annotate.example.com", "mutated": true}),
+        "{event}"
+    );
+    assert_eq!(
+        mutation("mutation.webhook.admission.k8s.io/round_1_index_0"),
+        json!({"configuration": "a-labeler", "webhook": "label.example.com", "mutated": false}),
+        "{event}"
+    );
     // The webhook metrics count the calls.
     let metrics = k.ok(&["get", "--raw", "/metrics"]).await;
     assert!(

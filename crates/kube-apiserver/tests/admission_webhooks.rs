@@ -29,6 +29,8 @@ enum Reply {
     Json(Value),
     /// Never answers (the server must cut the call off).
     Hang,
+    /// Answers once every party of the barrier has arrived.
+    AfterBarrier(Arc<tokio::sync::Barrier>, Value),
 }
 
 /// Answers a review sent to a path.
@@ -105,6 +107,10 @@ impl WebhookServer {
                                 let answer = match handler(&path, &body) {
                                     Reply::Json(v) => v,
                                     Reply::Hang => std::future::pending().await,
+                                    Reply::AfterBarrier(barrier, v) => {
+                                        barrier.wait().await;
+                                        v
+                                    }
                                 };
                                 Ok::<_, hyper::Error>(
                                     http::Response::builder()
@@ -1018,4 +1024,53 @@ async fn service_webhooks_are_reached_through_their_endpoints_with_the_admission
         "failed calling webhook \"svc.example.com\": failed to call webhook: Post \"https://hook.webhooks.svc:443/svc?timeout=10s\": cannot find endpoints for service/hook in \"webhooks\"",
     )
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn validating_webhooks_of_a_request_are_called_in_parallel() {
+    let server = ApiServer::start(&[]).await;
+    let k = Kubectl::new(&server);
+    let ca = Ca::new("webhook-ca");
+    // Each answer waits until the other webhook has been called too: called one after the
+    // other, the first would wait until its timeout and the request would fail.
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let hookd = WebhookServer::start(
+        &ca,
+        Arc::new(move |_, review| {
+            Reply::AfterBarrier(barrier.clone(), answer(review, json!({"allowed": true})))
+        }),
+    )
+    .await;
+    let mut first = hook(
+        "first.example.com",
+        &format!("{}/first", hookd.url),
+        &hookd.ca_bundle,
+    );
+    let mut second = hook(
+        "second.example.com",
+        &format!("{}/second", hookd.url),
+        &hookd.ca_bundle,
+    );
+    first["timeoutSeconds"] = json!(5);
+    second["timeoutSeconds"] = json!(5);
+    k.apply("vwc.json", &validating("pair", vec![first, second]))
+        .await;
+    let probe = k.file("probe.json", &configmap("pair-probe", "default", json!({})));
+    let probe = probe.display().to_string();
+    eventually("both webhooks to see the probe", || async {
+        let out = k.run(&["create", "--dry-run=server", "-f", &probe]).await;
+        let seen = |path: &str| {
+            hookd
+                .reviews(path)
+                .iter()
+                .any(|r| r["request"]["name"] == "pair-probe")
+        };
+        (out.code == Some(0) && seen("/first") && seen("/second")).then_some(())
+    })
+    .await;
+    // One after the other, the first call would time out and fail the request.
+    let out = k
+        .create("cm.json", &configmap("paired", "default", json!({})))
+        .await;
+    assert_eq!(out.code, Some(0), "{out:?}");
 }

@@ -798,7 +798,8 @@ async fn dry_run_requests_reach_side_effect_free_webhooks_and_side_effects_are_r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_patches_wrong_uids_and_warnings_are_handled_as_upstream() {
+async fn bad_patches_wrong_uids_malformed_or_too_large_answers_and_warnings_are_handled_as_upstream()
+ {
     let server = ApiServer::start(&[]).await;
     let k = Kubectl::new(&server);
     let ca = Ca::new("webhook-ca");
@@ -814,6 +815,11 @@ async fn bad_patches_wrong_uids_and_warnings_are_handled_as_upstream() {
                 n if n.starts_with("wrong-uid") => json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                                                         "response": {"uid": "not-the-request", "allowed": true}}),
                 n if n.starts_with("garbage") => json!("not a review"),
+                // More than the 3 MiB an answer may have.
+                n if n.starts_with("too-large") => answer(
+                    review,
+                    json!({"allowed": true, "warnings": ["x".repeat(4 << 20)]}),
+                ),
                 _ => answer(review, json!({"allowed": true, "warnings": ["careful: this configmap is watched"]})),
             })
         }),
@@ -855,6 +861,16 @@ async fn bad_patches_wrong_uids_and_warnings_are_handled_as_upstream() {
         .await;
     assert!(
         out.stderr.contains("Internal error occurred: failed calling webhook \"check.example.com\": failed to call webhook:"),
+        "{out:?}"
+    );
+    let out = k
+        .create("big.json", &configmap("too-large", "default", json!({})))
+        .await;
+    assert!(
+        out.stderr.contains(&format!(
+            "Internal error occurred: failed calling webhook \"check.example.com\": failed to call webhook: Post \"{}/check?timeout=10s\": length limit exceeded",
+            hookd.url
+        )),
         "{out:?}"
     );
     let out = k

@@ -885,7 +885,8 @@ async fn bad_patches_wrong_uids_malformed_or_too_large_answers_and_warnings_are_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn webhook_configurations_are_validated_with_upstreams_messages() {
+async fn webhook_configurations_are_validated_defaulted_and_explained_as_upstream_for_kubectl_1_35_and_1_20()
+ {
     let server = ApiServer::start(&[]).await;
     let k = Kubectl::new(&server);
     let bad = validating(
@@ -964,6 +965,30 @@ async fn webhook_configurations_are_validated_with_upstreams_messages() {
         ])
         .await;
     assert!(explain.contains("FIELD: failurePolicy"), "{explain}");
+    // kubectl 1.20 (OpenAPI v2, protobuf) lists and explains them too.
+    let mut old = vec!["--kubeconfig", k.kubeconfig.as_str()];
+    old.extend(["get", "mutatingwebhookconfigurations"]);
+    let listed = run_tool("kubectl-1.20", k.home.path(), &old).await;
+    assert_eq!(listed.code, Some(0), "{listed:?}");
+    let header: Vec<&str> = listed
+        .stdout
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(header, ["NAME", "WEBHOOKS", "AGE"], "{listed:?}");
+    assert!(listed.stdout.contains("defaults"), "{listed:?}");
+    let mut explain_old = vec!["--kubeconfig", k.kubeconfig.as_str()];
+    explain_old.extend([
+        "explain",
+        "mutatingwebhookconfigurations.webhooks.reinvocationPolicy",
+    ]);
+    let explained = run_tool("kubectl-1.20", k.home.path(), &explain_old).await;
+    assert!(
+        explained.stdout.contains("FIELD:    reinvocationPolicy"),
+        "{explained:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

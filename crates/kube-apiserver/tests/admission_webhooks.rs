@@ -1115,3 +1115,96 @@ async fn validating_webhooks_of_a_request_are_called_in_parallel() {
         .await;
     assert_eq!(out.code, Some(0), "{out:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_policy_equivalent_calls_a_v2_webhook_for_an_autoscaling_v1_request_and_exact_does_not()
+ {
+    let server = ApiServer::start(&[]).await;
+    let k = Kubectl::new(&server);
+    let ca = Ca::new("webhook-ca");
+    let hookd = WebhookServer::start(
+        &ca,
+        Arc::new(|_, review| {
+            Reply::Json(patched(
+                review,
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"seen-as": "v2"}}]),
+            ))
+        }),
+    )
+    .await;
+    let v2_rule = json!([{"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v2"],
+                          "resources": ["horizontalpodautoscalers"]}]);
+    let mut equivalent = hook(
+        "eq.example.com",
+        &format!("{}/eq", hookd.url),
+        &hookd.ca_bundle,
+    );
+    equivalent["rules"] = v2_rule.clone();
+    equivalent["objectSelector"] = json!({"matchLabels": {"policy": "equivalent"}});
+    let mut exact = hook(
+        "exact.example.com",
+        &format!("{}/exact", hookd.url),
+        &hookd.ca_bundle,
+    );
+    exact["rules"] = v2_rule;
+    exact["matchPolicy"] = json!("Exact");
+    exact["objectSelector"] = json!({"matchLabels": {"policy": "exact"}});
+    k.apply("mwc.json", &mutating("versions", vec![equivalent, exact]))
+        .await;
+    let hpa = |name: &str, policy: &str| {
+        json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler",
+               "metadata": {"name": name, "namespace": "default", "labels": {"policy": policy}},
+               "spec": {"maxReplicas": 3, "targetCPUUtilizationPercentage": 50,
+                        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}}})
+    };
+    let probe = k.file("probe.json", &hpa("probe", "equivalent"));
+    let probe = probe.display().to_string();
+    eventually("the equivalent webhook to take effect", || async {
+        let out = k
+            .run(&["create", "--dry-run=server", "-o", "json", "-f", &probe])
+            .await;
+        let obj: Value = serde_json::from_str(&out.stdout).ok()?;
+        (obj["metadata"]["labels"]["seen-as"] == "v2").then_some(())
+    })
+    .await;
+    let out = k
+        .create("eq.json", &hpa("by-equivalent", "equivalent"))
+        .await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    let review = hookd
+        .reviews("/eq")
+        .into_iter()
+        .find(|r| r["request"]["name"] == "by-equivalent")
+        .expect("the equivalent webhook was called");
+    let request = &review["request"];
+    assert_eq!(
+        request["kind"],
+        json!({"group": "autoscaling", "version": "v2", "kind": "HorizontalPodAutoscaler"})
+    );
+    assert_eq!(
+        request["requestKind"],
+        json!({"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"})
+    );
+    assert_eq!(request["object"]["apiVersion"], "autoscaling/v2");
+    assert_eq!(
+        request["object"]["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"],
+        50
+    );
+    let stored: Value =
+        serde_json::from_str(&k.ok(&["get", "hpa", "by-equivalent", "-o", "json"]).await).unwrap();
+    assert_eq!(stored["metadata"]["labels"]["seen-as"], "v2", "{stored}");
+    assert_eq!(
+        stored["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 50,
+        "{stored}"
+    );
+
+    let out = k.create("exact.json", &hpa("by-exact", "exact")).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(hookd.reviews("/exact").is_empty());
+    let stored: Value =
+        serde_json::from_str(&k.ok(&["get", "hpa", "by-exact", "-o", "json"]).await).unwrap();
+    assert!(
+        stored["metadata"]["labels"]["seen-as"].is_null(),
+        "{stored}"
+    );
+}

@@ -308,6 +308,71 @@ pub const FIELD_EXTENSIONS: &[FieldExtensions] = &[
     ),
     list("io.k8s.api.discovery.v1.EndpointSlice", "ports", "atomic"),
     list("io.k8s.api.discovery.v1.Endpoint", "addresses", "set"),
+    // admissionregistration.k8s.io/v1 webhook configurations
+    merge_map(
+        "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration",
+        "webhooks",
+        "name",
+        &["name"],
+    ),
+    merge_map(
+        "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration",
+        "webhooks",
+        "name",
+        &["name"],
+    ),
+    list(
+        "io.k8s.api.admissionregistration.v1.MutatingWebhook",
+        "rules",
+        "atomic",
+    ),
+    list(
+        "io.k8s.api.admissionregistration.v1.MutatingWebhook",
+        "admissionReviewVersions",
+        "atomic",
+    ),
+    merge_map(
+        "io.k8s.api.admissionregistration.v1.MutatingWebhook",
+        "matchConditions",
+        "name",
+        &["name"],
+    ),
+    list(
+        "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
+        "rules",
+        "atomic",
+    ),
+    list(
+        "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
+        "admissionReviewVersions",
+        "atomic",
+    ),
+    merge_map(
+        "io.k8s.api.admissionregistration.v1.ValidatingWebhook",
+        "matchConditions",
+        "name",
+        &["name"],
+    ),
+    list(
+        "io.k8s.api.admissionregistration.v1.RuleWithOperations",
+        "operations",
+        "atomic",
+    ),
+    list(
+        "io.k8s.api.admissionregistration.v1.RuleWithOperations",
+        "apiGroups",
+        "atomic",
+    ),
+    list(
+        "io.k8s.api.admissionregistration.v1.RuleWithOperations",
+        "apiVersions",
+        "atomic",
+    ),
+    list(
+        "io.k8s.api.admissionregistration.v1.RuleWithOperations",
+        "resources",
+        "atomic",
+    ),
     // rbac.authorization.k8s.io/v1
     list("io.k8s.api.rbac.v1.Role", "rules", "atomic"),
     list("io.k8s.api.rbac.v1.ClusterRole", "rules", "atomic"),

@@ -7,8 +7,8 @@
 //! (`io.k8s.api.core.v1.ConfigMap`, `io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta`, …).
 
 use k8s_openapi::api::{
-    apps, authentication, autoscaling, batch, certificates, coordination, core, discovery, events,
-    networking, node, policy, rbac, resource, scheduling, storage,
+    admissionregistration, apps, authentication, autoscaling, batch, certificates, coordination,
+    core, discovery, events, networking, node, policy, rbac, resource, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
 use k8s_openapi::apimachinery::pkg::apis::meta;
@@ -125,6 +125,10 @@ builtin_kinds! {
     ("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
         => apiextensions::v1::CustomResourceDefinition,
     ("apiregistration.k8s.io", "v1", "APIService") => apiregistration::v1::APIService,
+    ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration")
+        => admissionregistration::v1::MutatingWebhookConfiguration,
+    ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration")
+        => admissionregistration::v1::ValidatingWebhookConfiguration,
     ("autoscaling", "v1", "Scale") => autoscaling::v1::Scale,
     ("authentication.k8s.io", "v1", "TokenReview") => authentication::v1::TokenReview,
     ("authentication.k8s.io", "v1", "SelfSubjectReview") => authentication::v1::SelfSubjectReview,

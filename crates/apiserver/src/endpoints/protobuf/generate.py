@@ -48,6 +48,7 @@ PACKAGES = {
     "events_v1": "api/events/v1",
     "apiextensions_v1": "apiextensions-apiserver/pkg/apis/apiextensions/v1",
     "apiregistration_v1": "kube-aggregator/pkg/apis/apiregistration/v1",
+    "admissionregistration_v1": "api/admissionregistration/v1",
 }
 
 # Go import paths of the packages above (and of the special value types below).
@@ -71,6 +72,7 @@ IMPORTS = {
     "k8s.io/api/coordination/v1": "coordination_v1",
     "k8s.io/api/discovery/v1": "discovery_v1",
     "k8s.io/api/events/v1": "events_v1",
+    "k8s.io/api/admissionregistration/v1": "admissionregistration_v1",
     "k8s.io/apimachinery/pkg/api/resource": "resource",
     "k8s.io/apimachinery/pkg/util/intstr": "intstr",
     "k8s.io/apimachinery/pkg/runtime": "runtime",
@@ -212,6 +214,18 @@ ROOTS = [
     ("coordination.k8s.io/v1", "Lease", "coordination_v1", "Lease"),
     ("discovery.k8s.io/v1", "EndpointSlice", "discovery_v1", "EndpointSlice"),
     ("apiregistration.k8s.io/v1", "APIService", "apiregistration_v1", "APIService"),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        "admissionregistration_v1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        "admissionregistration_v1",
+        "ValidatingWebhookConfiguration",
+    ),
 ]
 
 FIELD_RE = re.compile(r"^\s*(?:(\w+)\s+)?(\S+)\s+`([^`]*)`")

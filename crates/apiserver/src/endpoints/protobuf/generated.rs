@@ -5309,6 +5309,135 @@ pub(super) static LIST_META: &Message = &META_V1_LIST_META;
 pub(super) static OBJECT_META: &Message = &META_V1_OBJECT_META;
 
 /// The kinds whose bodies are decoded: `(apiVersion, kind, message)`.
+static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "MutatingWebhookConfiguration",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        rep(
+            2,
+            "webhooks",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "ValidatingWebhookConfiguration",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        rep(
+            2,
+            "webhooks",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK: Message = Message {
+    name: "MutatingWebhook",
+    fields: &[
+        keep(1, "name", Str),
+        val(
+            2,
+            "clientConfig",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG),
+        ),
+        rep(
+            3,
+            "rules",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS),
+        ),
+        ptr(4, "failurePolicy", Str),
+        ptr(5, "namespaceSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        ptr(6, "sideEffects", Str),
+        ptr(7, "timeoutSeconds", Int),
+        rep(8, "admissionReviewVersions", Str),
+        ptr(9, "matchPolicy", Str),
+        ptr(10, "reinvocationPolicy", Str),
+        ptr(11, "objectSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        rep(
+            12,
+            "matchConditions",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK: Message = Message {
+    name: "ValidatingWebhook",
+    fields: &[
+        keep(1, "name", Str),
+        val(
+            2,
+            "clientConfig",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG),
+        ),
+        rep(
+            3,
+            "rules",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS),
+        ),
+        ptr(4, "failurePolicy", Str),
+        ptr(5, "namespaceSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        ptr(6, "sideEffects", Str),
+        ptr(7, "timeoutSeconds", Int),
+        rep(8, "admissionReviewVersions", Str),
+        ptr(9, "matchPolicy", Str),
+        ptr(10, "objectSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        rep(
+            11,
+            "matchConditions",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG: Message = Message {
+    name: "WebhookClientConfig",
+    fields: &[
+        ptr(
+            1,
+            "service",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE),
+        ),
+        val(2, "caBundle", Bytes),
+        ptr(3, "url", Str),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS: Message = Message {
+    name: "RuleWithOperations",
+    fields: &[
+        rep(1, "operations", Str),
+        inline(2, &ADMISSIONREGISTRATION_V1_RULE),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_MATCH_CONDITION: Message = Message {
+    name: "MatchCondition",
+    fields: &[keep(1, "name", Str), keep(2, "expression", Str)],
+};
+
+static ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE: Message = Message {
+    name: "ServiceReference",
+    fields: &[
+        keep(1, "namespace", Str),
+        keep(2, "name", Str),
+        ptr(3, "path", Str),
+        ptr(4, "port", Int),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_RULE: Message = Message {
+    name: "Rule",
+    fields: &[
+        rep(1, "apiGroups", Str),
+        rep(2, "apiVersions", Str),
+        rep(3, "resources", Str),
+        ptr(4, "scope", Str),
+    ],
+};
+
 pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("v1", "ConfigMap", &CORE_V1_CONFIG_MAP),
     (
@@ -5503,5 +5632,15 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
         "apiregistration.k8s.io/v1",
         "APIService",
         &APIREGISTRATION_V1_API_SERVICE,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+        &ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+        &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION,
     ),
 ];

@@ -1167,14 +1167,15 @@ fn check_against_prost<T: prost::Message + Default + std::fmt::Debug>(
 #[test]
 fn every_kind_fully_populated_matches_prost() {
     use k8s_pb::api::{
+        admissionregistration::v1 as admreg, authentication::v1 as authn,
+        autoscaling::v2 as autoscaling2, certificates::v1 as certs, node::v1 as node,
+        resource::v1 as dra,
+    };
+    use k8s_pb::api::{
         apps::v1 as apps, authorization::v1 as authz, autoscaling::v1 as autoscaling,
         batch::v1 as batch, coordination::v1 as coord, discovery::v1 as discovery,
         events::v1 as events, networking::v1 as net, policy::v1 as pol, rbac::v1 as rbac,
         scheduling::v1 as sched, storage::v1 as storage,
-    };
-    use k8s_pb::api::{
-        authentication::v1 as authn, autoscaling::v2 as autoscaling2, certificates::v1 as certs,
-        node::v1 as node, resource::v1 as dra,
     };
     use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext;
     use k8s_pb::kube_aggregator::pkg::apis::apiregistration::v1 as apireg;
@@ -1361,6 +1362,16 @@ fn every_kind_fully_populated_matches_prost() {
             "apiregistration.k8s.io/v1",
             "APIService",
             check_against_prost::<apireg::APIService>,
+        ),
+        (
+            "admissionregistration.k8s.io/v1",
+            "MutatingWebhookConfiguration",
+            check_against_prost::<admreg::MutatingWebhookConfiguration>,
+        ),
+        (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingWebhookConfiguration",
+            check_against_prost::<admreg::ValidatingWebhookConfiguration>,
         ),
         (
             "v1",

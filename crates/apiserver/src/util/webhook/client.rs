@@ -144,6 +144,8 @@ pub struct WebhookClient {
     timeout: Duration,
     backoff: Backoff,
     idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    /// Where to connect instead of the URL's host and port (a Service's resolved address).
+    dial: Option<(String, u16)>,
 }
 
 impl std::fmt::Debug for WebhookClient {
@@ -199,7 +201,21 @@ impl WebhookClient {
             timeout,
             backoff,
             idle: Mutex::new(Vec::new()),
+            dial: None,
         })
+    }
+
+    /// Connects to `host:port` instead of the URL's host and port, still naming the URL's
+    /// host in `Host` and (unless the kubeconfig names another) in TLS server verification:
+    /// upstream's dialer for webhooks behind a Service.
+    pub fn dial_to(mut self, host: &str, port: u16) -> Self {
+        self.dial = Some((
+            host.trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string(),
+            port,
+        ));
+        self
     }
 
     /// The URL requests go to.
@@ -274,13 +290,17 @@ impl WebhookClient {
     }
 
     async fn connect(&self, post: bool) -> Result<SendRequest<Full<Bytes>>, WebhookError> {
-        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+        let (host, port) = match &self.dial {
+            Some((host, port)) => (host.as_str(), *port),
+            None => (self.host.as_str(), self.port),
+        };
+        let tcp = tokio::net::TcpStream::connect((host, port))
             .await
             .map_err(|e| {
-                let addr = if self.host.contains(':') {
-                    format!("[{}]:{}", self.host, self.port)
+                let addr = if host.contains(':') {
+                    format!("[{host}]:{port}")
                 } else {
-                    format!("{}:{}", self.host, self.port)
+                    format!("{host}:{port}")
                 };
                 let reason = match e.kind() {
                     std::io::ErrorKind::ConnectionRefused => "connect: connection refused".into(),

@@ -243,7 +243,7 @@ mod tests {
                 }
             }
         }
-        assert_eq!(seen.len(), 61);
+        assert_eq!(seen.len(), 63);
     }
 
     #[test]

@@ -93,10 +93,13 @@ impl Store {
                     Err(e) => return Err(self.api_err(e, Operation::Delete, name)),
                 }
             }
-            if state.unchanged {
-                return Ok((self.decode(&cur)?, false));
-            }
-            let bytes = Self::encode(&obj)?;
+            // Unchanged: the stored bytes again, so the storage writes only what it must (a
+            // value encrypted with a key that is no longer the first).
+            let bytes = if state.unchanged {
+                cur.value.clone()
+            } else {
+                Self::encode(&obj)?
+            };
             let admitted = cur.resource_version;
             let mut raced = false;
             let result = {

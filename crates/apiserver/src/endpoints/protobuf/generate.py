@@ -226,6 +226,18 @@ ROOTS = [
         "admissionregistration_v1",
         "ValidatingWebhookConfiguration",
     ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        "admissionregistration_v1",
+        "ValidatingAdmissionPolicy",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        "admissionregistration_v1",
+        "ValidatingAdmissionPolicyBinding",
+    ),
 ]
 
 FIELD_RE = re.compile(r"^\s*(?:(\w+)\s+)?(\S+)\s+`([^`]*)`")

@@ -535,6 +535,48 @@ static RBAC_V1_CLUSTER_ROLE_BINDING: Message = Message {
     ],
 };
 
+static AUTHENTICATION_V1_TOKEN_REQUEST: Message = Message {
+    name: "TokenRequest",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&AUTHENTICATION_V1_TOKEN_REQUEST_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTHENTICATION_V1_TOKEN_REQUEST_STATUS),
+        ),
+    ],
+};
+
+static AUTHENTICATION_V1_TOKEN_REVIEW: Message = Message {
+    name: "TokenReview",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(2, "spec", Ty::Message(&AUTHENTICATION_V1_TOKEN_REVIEW_SPEC)),
+        val(
+            3,
+            "status",
+            Ty::Message(&AUTHENTICATION_V1_TOKEN_REVIEW_STATUS),
+        ),
+    ],
+};
+
+static AUTHENTICATION_V1_SELF_SUBJECT_REVIEW: Message = Message {
+    name: "SelfSubjectReview",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "status",
+            Ty::Message(&AUTHENTICATION_V1_SELF_SUBJECT_REVIEW_STATUS),
+        ),
+    ],
+};
+
 static STORAGE_V1_STORAGE_CLASS: Message = Message {
     name: "StorageClass",
     fields: &[
@@ -674,6 +716,59 @@ static APIREGISTRATION_V1_API_SERVICE: Message = Message {
             3,
             "status",
             Ty::Message(&APIREGISTRATION_V1_API_SERVICE_STATUS),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "MutatingWebhookConfiguration",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        rep(
+            2,
+            "webhooks",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION: Message = Message {
+    name: "ValidatingWebhookConfiguration",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        rep(
+            2,
+            "webhooks",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY: Message = Message {
+    name: "ValidatingAdmissionPolicy",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_SPEC),
+        ),
+        val(
+            3,
+            "status",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_STATUS),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING: Message = Message {
+    name: "ValidatingAdmissionPolicyBinding",
+    fields: &[
+        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
+        val(
+            2,
+            "spec",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC),
         ),
     ],
 };
@@ -1692,6 +1787,48 @@ static RBAC_V1_ROLE_REF: Message = Message {
     ],
 };
 
+static AUTHENTICATION_V1_TOKEN_REQUEST_SPEC: Message = Message {
+    name: "TokenRequestSpec",
+    fields: &[
+        rep(1, "audiences", Str),
+        ptr(
+            3,
+            "boundObjectRef",
+            Ty::Message(&AUTHENTICATION_V1_BOUND_OBJECT_REFERENCE),
+        ),
+        ptr(4, "expirationSeconds", Int),
+    ],
+};
+
+static AUTHENTICATION_V1_TOKEN_REQUEST_STATUS: Message = Message {
+    name: "TokenRequestStatus",
+    fields: &[keep(1, "token", Str), keep(2, "expirationTimestamp", Time)],
+};
+
+static AUTHENTICATION_V1_TOKEN_REVIEW_SPEC: Message = Message {
+    name: "TokenReviewSpec",
+    fields: &[val(1, "token", Str), rep(2, "audiences", Str)],
+};
+
+static AUTHENTICATION_V1_TOKEN_REVIEW_STATUS: Message = Message {
+    name: "TokenReviewStatus",
+    fields: &[
+        val(1, "authenticated", Bool),
+        val(2, "user", Ty::Message(&AUTHENTICATION_V1_USER_INFO)),
+        val(3, "error", Str),
+        rep(4, "audiences", Str),
+    ],
+};
+
+static AUTHENTICATION_V1_SELF_SUBJECT_REVIEW_STATUS: Message = Message {
+    name: "SelfSubjectReviewStatus",
+    fields: &[val(
+        1,
+        "userInfo",
+        Ty::Message(&AUTHENTICATION_V1_USER_INFO),
+    )],
+};
+
 static CORE_V1_TOPOLOGY_SELECTOR_TERM: Message = Message {
     name: "TopologySelectorTerm",
     fields: &[rep(
@@ -1883,6 +2020,133 @@ static APIREGISTRATION_V1_API_SERVICE_STATUS: Message = Message {
         "conditions",
         Ty::Message(&APIREGISTRATION_V1_API_SERVICE_CONDITION),
     )],
+};
+
+static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK: Message = Message {
+    name: "MutatingWebhook",
+    fields: &[
+        keep(1, "name", Str),
+        val(
+            2,
+            "clientConfig",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG),
+        ),
+        rep(
+            3,
+            "rules",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS),
+        ),
+        ptr(4, "failurePolicy", Str),
+        ptr(5, "namespaceSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        ptr(6, "sideEffects", Str),
+        ptr(7, "timeoutSeconds", Int),
+        rep(8, "admissionReviewVersions", Str),
+        ptr(9, "matchPolicy", Str),
+        ptr(10, "reinvocationPolicy", Str),
+        ptr(11, "objectSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        rep(
+            12,
+            "matchConditions",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK: Message = Message {
+    name: "ValidatingWebhook",
+    fields: &[
+        keep(1, "name", Str),
+        val(
+            2,
+            "clientConfig",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG),
+        ),
+        rep(
+            3,
+            "rules",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS),
+        ),
+        ptr(4, "failurePolicy", Str),
+        ptr(5, "namespaceSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        ptr(6, "sideEffects", Str),
+        ptr(7, "timeoutSeconds", Int),
+        rep(8, "admissionReviewVersions", Str),
+        ptr(9, "matchPolicy", Str),
+        ptr(10, "objectSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        rep(
+            11,
+            "matchConditions",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_SPEC: Message = Message {
+    name: "ValidatingAdmissionPolicySpec",
+    fields: &[
+        ptr(
+            1,
+            "paramKind",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_PARAM_KIND),
+        ),
+        ptr(
+            2,
+            "matchConstraints",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_MATCH_RESOURCES),
+        ),
+        rep(
+            3,
+            "validations",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_VALIDATION),
+        ),
+        ptr(4, "failurePolicy", Str),
+        rep(
+            5,
+            "auditAnnotations",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION),
+        ),
+        rep(
+            6,
+            "matchConditions",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
+        ),
+        rep(
+            7,
+            "variables",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_VARIABLE),
+        ),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_STATUS: Message = Message {
+    name: "ValidatingAdmissionPolicyStatus",
+    fields: &[
+        val(1, "observedGeneration", Int),
+        ptr(
+            2,
+            "typeChecking",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_TYPE_CHECKING),
+        ),
+        rep(3, "conditions", Ty::Message(&META_V1_CONDITION)),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING_SPEC: Message = Message {
+    name: "ValidatingAdmissionPolicyBindingSpec",
+    fields: &[
+        val(1, "policyName", Str),
+        ptr(
+            2,
+            "paramRef",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_PARAM_REF),
+        ),
+        ptr(
+            3,
+            "matchResources",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_MATCH_RESOURCES),
+        ),
+        rep(4, "validationActions", Str),
+    ],
 };
 
 static META_V1_PRECONDITIONS: Message = Message {
@@ -2972,6 +3236,26 @@ static AUTHORIZATION_V1_NON_RESOURCE_RULE: Message = Message {
     fields: &[rep(1, "verbs", Str), rep(2, "nonResourceURLs", Str)],
 };
 
+static AUTHENTICATION_V1_BOUND_OBJECT_REFERENCE: Message = Message {
+    name: "BoundObjectReference",
+    fields: &[
+        val(1, "kind", Str),
+        val(2, "apiVersion", Str),
+        val(3, "name", Str),
+        val(4, "uid", Str),
+    ],
+};
+
+static AUTHENTICATION_V1_USER_INFO: Message = Message {
+    name: "UserInfo",
+    fields: &[
+        val(1, "username", Str),
+        val(2, "uid", Str),
+        rep(3, "groups", Str),
+        map(4, "extra", &StringList),
+    ],
+};
+
 static CORE_V1_TOPOLOGY_SELECTOR_LABEL_REQUIREMENT: Message = Message {
     name: "TopologySelectorLabelRequirement",
     fields: &[keep(1, "key", Str), rep(2, "values", Str)],
@@ -3137,6 +3421,95 @@ static APIREGISTRATION_V1_API_SERVICE_CONDITION: Message = Message {
         keep(3, "lastTransitionTime", Time),
         val(4, "reason", Str),
         val(5, "message", Str),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG: Message = Message {
+    name: "WebhookClientConfig",
+    fields: &[
+        ptr(
+            1,
+            "service",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE),
+        ),
+        val(2, "caBundle", Bytes),
+        ptr(3, "url", Str),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS: Message = Message {
+    name: "RuleWithOperations",
+    fields: &[
+        rep(1, "operations", Str),
+        inline(2, &ADMISSIONREGISTRATION_V1_RULE),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_MATCH_CONDITION: Message = Message {
+    name: "MatchCondition",
+    fields: &[keep(1, "name", Str), keep(2, "expression", Str)],
+};
+
+static ADMISSIONREGISTRATION_V1_PARAM_KIND: Message = Message {
+    name: "ParamKind",
+    fields: &[val(1, "apiVersion", Str), val(2, "kind", Str)],
+};
+
+static ADMISSIONREGISTRATION_V1_MATCH_RESOURCES: Message = Message {
+    name: "MatchResources",
+    fields: &[
+        ptr(1, "namespaceSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        ptr(2, "objectSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        rep(
+            3,
+            "resourceRules",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS),
+        ),
+        rep(
+            4,
+            "excludeResourceRules",
+            Ty::Message(&ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS),
+        ),
+        ptr(7, "matchPolicy", Str),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_VALIDATION: Message = Message {
+    name: "Validation",
+    fields: &[
+        keep(1, "expression", Str),
+        val(2, "message", Str),
+        ptr(3, "reason", Str),
+        val(4, "messageExpression", Str),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_AUDIT_ANNOTATION: Message = Message {
+    name: "AuditAnnotation",
+    fields: &[keep(1, "key", Str), keep(2, "valueExpression", Str)],
+};
+
+static ADMISSIONREGISTRATION_V1_VARIABLE: Message = Message {
+    name: "Variable",
+    fields: &[keep(1, "name", Str), keep(2, "expression", Str)],
+};
+
+static ADMISSIONREGISTRATION_V1_TYPE_CHECKING: Message = Message {
+    name: "TypeChecking",
+    fields: &[rep(
+        1,
+        "expressionWarnings",
+        Ty::Message(&ADMISSIONREGISTRATION_V1_EXPRESSION_WARNING),
+    )],
+};
+
+static ADMISSIONREGISTRATION_V1_PARAM_REF: Message = Message {
+    name: "ParamRef",
+    fields: &[
+        val(1, "name", Str),
+        val(2, "namespace", Str),
+        ptr(3, "selector", Ty::Message(&META_V1_LABEL_SELECTOR)),
+        ptr(4, "parameterNotFoundAction", Str),
     ],
 };
 
@@ -4283,6 +4656,39 @@ static DISCOVERY_V1_FOR_NODE: Message = Message {
     fields: &[keep(1, "name", Str)],
 };
 
+static ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE: Message = Message {
+    name: "ServiceReference",
+    fields: &[
+        keep(1, "namespace", Str),
+        keep(2, "name", Str),
+        ptr(3, "path", Str),
+        ptr(4, "port", Int),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_RULE: Message = Message {
+    name: "Rule",
+    fields: &[
+        rep(1, "apiGroups", Str),
+        rep(2, "apiVersions", Str),
+        rep(3, "resources", Str),
+        ptr(4, "scope", Str),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_NAMED_RULE_WITH_OPERATIONS: Message = Message {
+    name: "NamedRuleWithOperations",
+    fields: &[
+        rep(1, "resourceNames", Str),
+        inline(2, &ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS),
+    ],
+};
+
+static ADMISSIONREGISTRATION_V1_EXPRESSION_WARNING: Message = Message {
+    name: "ExpressionWarning",
+    fields: &[keep(2, "fieldRef", Str), keep(3, "warning", Str)],
+};
+
 static CORE_V1_PORT_STATUS: Message = Message {
     name: "PortStatus",
     fields: &[
@@ -5195,110 +5601,6 @@ static CORE_V1_HTTP_HEADER: Message = Message {
 /// `metav1.DeleteOptions` (sent with the apiVersion of whichever client sends it).
 pub(super) static DELETE_OPTIONS: &Message = &META_V1_DELETE_OPTIONS;
 
-static AUTHENTICATION_V1_TOKEN_REQUEST: Message = Message {
-    name: "TokenRequest",
-    fields: &[
-        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
-        keep(
-            2,
-            "spec",
-            Ty::Message(&AUTHENTICATION_V1_TOKEN_REQUEST_SPEC),
-        ),
-        val(
-            3,
-            "status",
-            Ty::Message(&AUTHENTICATION_V1_TOKEN_REQUEST_STATUS),
-        ),
-    ],
-};
-
-static AUTHENTICATION_V1_TOKEN_REQUEST_SPEC: Message = Message {
-    name: "TokenRequestSpec",
-    fields: &[
-        rep(1, "audiences", Str),
-        ptr(
-            3,
-            "boundObjectRef",
-            Ty::Message(&AUTHENTICATION_V1_BOUND_OBJECT_REFERENCE),
-        ),
-        ptr(4, "expirationSeconds", Int),
-    ],
-};
-
-static AUTHENTICATION_V1_BOUND_OBJECT_REFERENCE: Message = Message {
-    name: "BoundObjectReference",
-    fields: &[
-        val(1, "kind", Str),
-        val(2, "apiVersion", Str),
-        val(3, "name", Str),
-        val(4, "uid", Str),
-    ],
-};
-
-static AUTHENTICATION_V1_TOKEN_REQUEST_STATUS: Message = Message {
-    name: "TokenRequestStatus",
-    fields: &[keep(1, "token", Str), keep(2, "expirationTimestamp", Time)],
-};
-
-static AUTHENTICATION_V1_TOKEN_REVIEW: Message = Message {
-    name: "TokenReview",
-    fields: &[
-        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
-        keep(2, "spec", Ty::Message(&AUTHENTICATION_V1_TOKEN_REVIEW_SPEC)),
-        val(
-            3,
-            "status",
-            Ty::Message(&AUTHENTICATION_V1_TOKEN_REVIEW_STATUS),
-        ),
-    ],
-};
-
-static AUTHENTICATION_V1_TOKEN_REVIEW_SPEC: Message = Message {
-    name: "TokenReviewSpec",
-    fields: &[val(1, "token", Str), rep(2, "audiences", Str)],
-};
-
-static AUTHENTICATION_V1_TOKEN_REVIEW_STATUS: Message = Message {
-    name: "TokenReviewStatus",
-    fields: &[
-        val(1, "authenticated", Bool),
-        val(2, "user", Ty::Message(&AUTHENTICATION_V1_USER_INFO)),
-        val(3, "error", Str),
-        rep(4, "audiences", Str),
-    ],
-};
-
-static AUTHENTICATION_V1_USER_INFO: Message = Message {
-    name: "UserInfo",
-    fields: &[
-        val(1, "username", Str),
-        val(2, "uid", Str),
-        rep(3, "groups", Str),
-        map(4, "extra", &StringList),
-    ],
-};
-
-static AUTHENTICATION_V1_SELF_SUBJECT_REVIEW: Message = Message {
-    name: "SelfSubjectReview",
-    fields: &[
-        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
-        val(
-            2,
-            "status",
-            Ty::Message(&AUTHENTICATION_V1_SELF_SUBJECT_REVIEW_STATUS),
-        ),
-    ],
-};
-
-static AUTHENTICATION_V1_SELF_SUBJECT_REVIEW_STATUS: Message = Message {
-    name: "SelfSubjectReviewStatus",
-    fields: &[val(
-        1,
-        "userInfo",
-        Ty::Message(&AUTHENTICATION_V1_USER_INFO),
-    )],
-};
-
 /// `metav1.Status` (responses).
 pub(super) static STATUS: &Message = &META_V1_STATUS;
 
@@ -5309,152 +5611,8 @@ pub(super) static LIST_META: &Message = &META_V1_LIST_META;
 pub(super) static OBJECT_META: &Message = &META_V1_OBJECT_META;
 
 /// The kinds whose bodies are decoded: `(apiVersion, kind, message)`.
-static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK_CONFIGURATION: Message = Message {
-    name: "MutatingWebhookConfiguration",
-    fields: &[
-        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
-        rep(
-            2,
-            "webhooks",
-            Ty::Message(&ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK),
-        ),
-    ],
-};
-
-static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION: Message = Message {
-    name: "ValidatingWebhookConfiguration",
-    fields: &[
-        val(1, "metadata", Ty::Message(&META_V1_OBJECT_META)),
-        rep(
-            2,
-            "webhooks",
-            Ty::Message(&ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK),
-        ),
-    ],
-};
-
-static ADMISSIONREGISTRATION_V1_MUTATING_WEBHOOK: Message = Message {
-    name: "MutatingWebhook",
-    fields: &[
-        keep(1, "name", Str),
-        val(
-            2,
-            "clientConfig",
-            Ty::Message(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG),
-        ),
-        rep(
-            3,
-            "rules",
-            Ty::Message(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS),
-        ),
-        ptr(4, "failurePolicy", Str),
-        ptr(5, "namespaceSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
-        ptr(6, "sideEffects", Str),
-        ptr(7, "timeoutSeconds", Int),
-        rep(8, "admissionReviewVersions", Str),
-        ptr(9, "matchPolicy", Str),
-        ptr(10, "reinvocationPolicy", Str),
-        ptr(11, "objectSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
-        rep(
-            12,
-            "matchConditions",
-            Ty::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
-        ),
-    ],
-};
-
-static ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK: Message = Message {
-    name: "ValidatingWebhook",
-    fields: &[
-        keep(1, "name", Str),
-        val(
-            2,
-            "clientConfig",
-            Ty::Message(&ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG),
-        ),
-        rep(
-            3,
-            "rules",
-            Ty::Message(&ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS),
-        ),
-        ptr(4, "failurePolicy", Str),
-        ptr(5, "namespaceSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
-        ptr(6, "sideEffects", Str),
-        ptr(7, "timeoutSeconds", Int),
-        rep(8, "admissionReviewVersions", Str),
-        ptr(9, "matchPolicy", Str),
-        ptr(10, "objectSelector", Ty::Message(&META_V1_LABEL_SELECTOR)),
-        rep(
-            11,
-            "matchConditions",
-            Ty::Message(&ADMISSIONREGISTRATION_V1_MATCH_CONDITION),
-        ),
-    ],
-};
-
-static ADMISSIONREGISTRATION_V1_WEBHOOK_CLIENT_CONFIG: Message = Message {
-    name: "WebhookClientConfig",
-    fields: &[
-        ptr(
-            1,
-            "service",
-            Ty::Message(&ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE),
-        ),
-        val(2, "caBundle", Bytes),
-        ptr(3, "url", Str),
-    ],
-};
-
-static ADMISSIONREGISTRATION_V1_RULE_WITH_OPERATIONS: Message = Message {
-    name: "RuleWithOperations",
-    fields: &[
-        rep(1, "operations", Str),
-        inline(2, &ADMISSIONREGISTRATION_V1_RULE),
-    ],
-};
-
-static ADMISSIONREGISTRATION_V1_MATCH_CONDITION: Message = Message {
-    name: "MatchCondition",
-    fields: &[keep(1, "name", Str), keep(2, "expression", Str)],
-};
-
-static ADMISSIONREGISTRATION_V1_SERVICE_REFERENCE: Message = Message {
-    name: "ServiceReference",
-    fields: &[
-        keep(1, "namespace", Str),
-        keep(2, "name", Str),
-        ptr(3, "path", Str),
-        ptr(4, "port", Int),
-    ],
-};
-
-static ADMISSIONREGISTRATION_V1_RULE: Message = Message {
-    name: "Rule",
-    fields: &[
-        rep(1, "apiGroups", Str),
-        rep(2, "apiVersions", Str),
-        rep(3, "resources", Str),
-        ptr(4, "scope", Str),
-    ],
-};
-
 pub(super) static KINDS: &[(&str, &str, &Message)] = &[
     ("v1", "ConfigMap", &CORE_V1_CONFIG_MAP),
-    (
-        "authentication.k8s.io/v1",
-        "TokenRequest",
-        &AUTHENTICATION_V1_TOKEN_REQUEST,
-    ),
-    (
-        "authentication.k8s.io/v1",
-        "TokenReview",
-        &AUTHENTICATION_V1_TOKEN_REVIEW,
-    ),
-    (
-        "authentication.k8s.io/v1",
-        "SelfSubjectReview",
-        &AUTHENTICATION_V1_SELF_SUBJECT_REVIEW,
-    ),
     ("v1", "Secret", &CORE_V1_SECRET),
     ("v1", "Namespace", &CORE_V1_NAMESPACE),
     ("v1", "ServiceAccount", &CORE_V1_SERVICE_ACCOUNT),
@@ -5581,6 +5739,21 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
         &RBAC_V1_CLUSTER_ROLE_BINDING,
     ),
     (
+        "authentication.k8s.io/v1",
+        "TokenRequest",
+        &AUTHENTICATION_V1_TOKEN_REQUEST,
+    ),
+    (
+        "authentication.k8s.io/v1",
+        "TokenReview",
+        &AUTHENTICATION_V1_TOKEN_REVIEW,
+    ),
+    (
+        "authentication.k8s.io/v1",
+        "SelfSubjectReview",
+        &AUTHENTICATION_V1_SELF_SUBJECT_REVIEW,
+    ),
+    (
         "storage.k8s.io/v1",
         "StorageClass",
         &STORAGE_V1_STORAGE_CLASS,
@@ -5642,5 +5815,15 @@ pub(super) static KINDS: &[(&str, &str, &Message)] = &[
         "admissionregistration.k8s.io/v1",
         "ValidatingWebhookConfiguration",
         &ADMISSIONREGISTRATION_V1_VALIDATING_WEBHOOK_CONFIGURATION,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicy",
+        &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY,
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingAdmissionPolicyBinding",
+        &ADMISSIONREGISTRATION_V1_VALIDATING_ADMISSION_POLICY_BINDING,
     ),
 ];

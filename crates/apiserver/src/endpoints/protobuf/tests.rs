@@ -1374,6 +1374,16 @@ fn every_kind_fully_populated_matches_prost() {
             check_against_prost::<admreg::ValidatingWebhookConfiguration>,
         ),
         (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicy",
+            check_against_prost::<admreg::ValidatingAdmissionPolicy>,
+        ),
+        (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicyBinding",
+            check_against_prost::<admreg::ValidatingAdmissionPolicyBinding>,
+        ),
+        (
             "v1",
             "PodTemplate",
             check_against_prost::<core::PodTemplate>,

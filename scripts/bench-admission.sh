@@ -33,10 +33,15 @@ pid=$!
 port=$(wait_line "$work/kube.err" "Serving securely on" | sed -E 's/.*:([0-9]+)\s*$/\1/')
 base="https://127.0.0.1:$port"
 
-# The webhook server's certificate (a self-signed one for 127.0.0.1 is its own CA).
-openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=127.0.0.1" \
-    -addext "subjectAltName=IP:127.0.0.1" -keyout "$work/webhook.key" -out "$work/webhook.crt" \
-    2>/dev/null
+# A CA and the webhook server's certificate for 127.0.0.1 signed by it (the caBundle is the
+# CA: rustls, unlike Go, refuses a self-signed CA certificate as the server's own).
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=bench-ca" \
+    -keyout "$work/ca.key" -out "$work/ca.crt" 2>/dev/null
+openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$work/webhook.key" \
+    -out "$work/webhook.csr" 2>/dev/null
+printf 'basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n' >"$work/leaf.ext"
+openssl x509 -req -in "$work/webhook.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" \
+    -CAcreateserial -days 1 -extfile "$work/leaf.ext" -out "$work/webhook.crt" 2>/dev/null
 python3 - "$work" >"$work/webhook.out" 2>"$work/webhook.err" <<'PY' &
 import base64, json, ssl, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -80,17 +85,20 @@ def call(method, path, body=None):
         data=json.dumps(body).encode() if body is not None else None,
         headers={"Authorization": "Bearer admin-token", "Content-Type": "application/json"})
     with urllib.request.urlopen(req, context=ctx) as r:
-        return json.loads(r.read() or b"{}")
+        text = r.read()
+    return json.loads(text) if text.startswith(b"{") else {}
+probe = None
 def wait(check, what):
     deadline = time.time() + 30
+    last = ""
     while time.time() < deadline:
         try:
             if check():
                 return
-        except urllib.error.HTTPError:
-            pass
+        except urllib.error.HTTPError as e:
+            last = e.read().decode(errors="replace")
         time.sleep(0.05)
-    sys.exit(f"bench-admission.sh: {what} did not take effect")
+    sys.exit(f"bench-admission.sh: {what} did not take effect {last} {probe}")
 cm = {"metadata": {"generateName": "probe-"}, "data": {"k": "v"}}
 reg = "/apis/admissionregistration.k8s.io/v1"
 rules = [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
@@ -104,14 +112,16 @@ elif action == "webhooks":
     def hook(name, path):
         return {"name": name, "rules": rules, "sideEffects": "None",
                 "admissionReviewVersions": ["v1"], "failurePolicy": "Fail",
-                "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "bench"}},
                 "clientConfig": {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca}}
     call("POST", f"{reg}/validatingwebhookconfigurations",
          {"metadata": {"name": "bench"}, "webhooks": [hook("validate.bench.example.com", "/validate")]})
     call("POST", f"{reg}/mutatingwebhookconfigurations",
          {"metadata": {"name": "bench"}, "webhooks": [hook("mutate.bench.example.com", "/mutate")]})
-    wait(lambda: call("POST", "/api/v1/namespaces/bench/configmaps", cm)
-         .get("metadata", {}).get("labels", {}).get("mutated") == "yes", "the mutating webhook")
+    def mutated():
+        global probe
+        probe = call("POST", "/api/v1/namespaces/bench/configmaps", cm)
+        return probe.get("metadata", {}).get("labels", {}).get("mutated") == "yes"
+    wait(mutated, "the mutating webhook")
 elif action == "policies":
     call("DELETE", f"{reg}/validatingwebhookconfigurations/bench")
     call("DELETE", f"{reg}/mutatingwebhookconfigurations/bench")
@@ -147,7 +157,7 @@ create() {
 hey -n 1000 -c 8 -m POST -T application/json -D "$work/cm.json" \
     -H "Authorization: Bearer admin-token" "$creates" >/dev/null
 plain=$(create)
-api webhooks "$webhook_port" "$(base64 -w0 "$work/webhook.crt")"
+api webhooks "$webhook_port" "$(base64 -w0 "$work/ca.crt")"
 hooks=$(create)
 api policies
 policies=$(create)

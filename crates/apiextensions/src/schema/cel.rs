@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use apiserver::registry::{FieldError, FieldErrorType};
+use apiserver::util::cel::RESERVED_WORDS;
 use kube_cel::KubeCelExt as _;
 use kube_cel::cel::{self, Context, Program};
 use serde_json::Value;
@@ -383,34 +384,9 @@ fn path_or_nil(path: &str) -> &str {
     if path.is_empty() { "<nil>" } else { path }
 }
 
-/// CEL's reserved words, escaped as `__word__` when used as property names.
-const RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
 /// Upstream's escaping of property names in CEL (`foo-bar` is `self.foo__dash__bar`).
 fn escape(name: &str) -> String {
-    if RESERVED.contains(&name) {
+    if RESERVED_WORDS.contains(&name) {
         return format!("__{name}__");
     }
     let mut out = String::new();

@@ -10,6 +10,32 @@ use kube_cel::KubeCelExt as _;
 use kube_cel::cel::{self, Context, Program};
 use serde_json::Value;
 
+/// CEL's reserved words: not identifiers (variable names), and escaped as `__word__` when
+/// used as property names.
+pub const RESERVED_WORDS: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
 /// A compiled expression and its text.
 #[derive(Clone)]
 pub struct Expression {

@@ -276,35 +276,12 @@ fn compile_error(errs: &mut Vec<FieldError>, field: &str, text: &str, declared: 
 }
 
 fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: &[&str] = &[
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let mut chars = name.chars();
     chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !RESERVED.contains(&name)
+        && !apiserver::util::cel::RESERVED_WORDS.contains(&name)
 }
 
 fn has_newlines(s: &str) -> bool {

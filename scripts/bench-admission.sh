@@ -7,7 +7,7 @@
 #  3. the default chain plus three ValidatingAdmissionPolicies (CEL) bound to configmaps.
 # Reports requests/s, p50/p99 and the server's CPU time per request from /proc (the webhook
 # server's CPU is its own process and not counted). Prints a markdown report on stdout.
-# Needs hey, python3 and openssl. Tunables: CONCURRENCY (16), DURATION (10s).
+# Needs hey, python3 and openssl. Tunables: CONCURRENCY (16), DURATION (10s), APISERVER_BIN.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -19,8 +19,13 @@ for tool in hey python3 openssl; do
     command -v "$tool" >/dev/null || { echo "bench-admission.sh: $tool not found in PATH" >&2; exit 1; }
 done
 
-cargo build --release --quiet -p kube-apiserver --bin kube-apiserver
-bin="$root/target/release/kube-apiserver"
+# APISERVER_BIN: a binary to use instead of building the release one (e.g. to try the script).
+if [ -n "${APISERVER_BIN:-}" ]; then
+    bin=$APISERVER_BIN
+else
+    cargo build --release --quiet -p kube-apiserver --bin kube-apiserver
+    bin="$root/target/release/kube-apiserver"
+fi
 
 # shellcheck source=scripts/bench-common.sh
 source "$root/scripts/bench-common.sh"

@@ -632,3 +632,93 @@ async fn malformed_feature_gates_and_runtime_config_are_one_line_start_errors() 
         assert!(errors[0].contains(message), "{flag}: {stderr}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_authorizer_variable_asks_rbac_as_the_requesting_user() {
+    let server = ApiServer::start(&["--authorization-mode=RBAC"]).await;
+    let k = Kubectl::new(&server);
+    // alice may create and read configmaps in default, not delete them.
+    k.ok(&[
+        "create",
+        "role",
+        "cm-writer",
+        "-n",
+        "default",
+        "--verb=create,get",
+        "--resource=configmaps",
+    ])
+    .await;
+    k.ok(&[
+        "create",
+        "rolebinding",
+        "alice-cm-writer",
+        "-n",
+        "default",
+        "--role=cm-writer",
+        "--user=alice",
+    ])
+    .await;
+    k.apply(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: protected-needs-delete}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"], resources: ["configmaps"]}
+  validations:
+  - expression: >-
+      !has(object.metadata.labels) || !('protected' in object.metadata.labels) ||
+      authorizer.group('').resource('configmaps').namespace(object.metadata.namespace).check('delete').allowed()
+    message: only users who may delete configmaps can protect them
+    reason: Forbidden
+  # Holds for alice: she may create (the request's own resource), the default service
+  # account may not list pods.
+  - expression: >-
+      authorizer.requestResource.check('create').allowed() &&
+      !authorizer.serviceAccount('default', 'default').group('').resource('pods').check('list').allowed() &&
+      authorizer.path('/healthz').check('get').reason() != 'x'
+    message: the request's resource or the service account check failed
+    reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: protected-needs-delete}
+spec:
+  policyName: protected-needs-delete
+  validationActions: [Deny]
+"#,
+    )
+    .await;
+    let manifest = k.home.path().join("protected.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: guarded, namespace: default, labels: {protected: \"yes\"}}\n",
+    )
+    .unwrap();
+    let manifest = manifest.display().to_string();
+    let out = k
+        .until_refused(
+            &["--as=alice", "create", "-f", &manifest],
+            &["delete", "configmap", "guarded", "-n", "default"],
+            "only users who may delete configmaps can protect them",
+        )
+        .await;
+    assert!(
+        out.stderr.contains("configmaps \"guarded\" is forbidden"),
+        "{out:?}"
+    );
+    // Without the label alice may create; an admin (who may delete) may protect.
+    k.ok(&[
+        "--as=alice",
+        "create",
+        "configmap",
+        "plain",
+        "-n",
+        "default",
+    ])
+    .await;
+    k.ok(&["create", "-f", &manifest]).await;
+}

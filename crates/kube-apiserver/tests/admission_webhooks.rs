@@ -49,18 +49,30 @@ struct WebhookServer {
 #[derive(Clone, Debug)]
 struct Received {
     path: String,
+    /// The request target as sent (origin form `/path?query`, or the absolute form).
+    target: String,
     body: Value,
     authorization: Option<String>,
 }
 
 impl WebhookServer {
     async fn start(ca: &Ca, handler: Handler) -> WebhookServer {
-        use rustls::pki_types::pem::PemObject;
         let serving = ca.serving("webhook", &["127.0.0.1", "localhost", "hook.webhooks.svc"]);
-        let certs = rustls::pki_types::CertificateDer::pem_slice_iter(serving.cert.as_bytes())
+        Self::start_with(&serving.cert, &serving.key, &ca.pem.cert, handler).await
+    }
+
+    /// A server presenting `cert_pem`, trusted through a caBundle of `bundle_pem`.
+    async fn start_with(
+        cert_pem: &str,
+        key_pem: &str,
+        bundle_pem: &str,
+        handler: Handler,
+    ) -> WebhookServer {
+        use rustls::pki_types::pem::PemObject;
+        let certs = rustls::pki_types::CertificateDer::pem_slice_iter(cert_pem.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .unwrap();
-        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(serving.key.as_bytes()).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(key_pem.as_bytes()).unwrap();
         let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
@@ -91,6 +103,7 @@ impl WebhookServer {
                             let (handler, recorded) = (handler.clone(), recorded.clone());
                             async move {
                                 let path = req.uri().path().to_string();
+                                let target = req.uri().to_string();
                                 let authorization = req
                                     .headers()
                                     .get("authorization")
@@ -101,6 +114,7 @@ impl WebhookServer {
                                     serde_json::from_slice(&body).unwrap_or(Value::Null);
                                 recorded.lock().unwrap().push(Received {
                                     path: path.clone(),
+                                    target,
                                     body: body.clone(),
                                     authorization,
                                 });
@@ -129,7 +143,7 @@ impl WebhookServer {
         });
         WebhookServer {
             url,
-            ca_bundle: STANDARD.encode(&ca.pem.cert),
+            ca_bundle: STANDARD.encode(bundle_pem),
             requests,
         }
     }
@@ -347,7 +361,7 @@ async fn mutating_webhook_adds_a_label_and_is_reinvoked_after_a_later_webhook_ch
     let policy = tmp.path().join("policy.yaml");
     std::fs::write(
         &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Request\n  resources: [{group: \"\", resources: [configmaps]}]\n- level: Metadata\n",
     )
     .unwrap();
     let log = tmp.path().join("audit.log");
@@ -490,6 +504,16 @@ async fn mutating_webhook_adds_a_label_and_is_reinvoked_after_a_later_webhook_ch
     assert_eq!(
         mutation("mutation.webhook.admission.k8s.io/round_1_index_0"),
         json!({"configuration": "a-labeler", "webhook": "label.example.com", "mutated": false}),
+        "{event}"
+    );
+    // At level Request the event also carries each applied patch, in upstream's field order.
+    assert_eq!(
+        annotations["patch.webhook.admission.k8s.io/round_0_index_0"],
+        r#"{"configuration":"a-labeler","webhook":"label.example.com","patch":[{"op":"add","path":"/metadata/labels/labeled","value":"yes"}],"patchType":"JSONPatch"}"#,
+        "{event}"
+    );
+    assert!(
+        annotations["patch.webhook.admission.k8s.io/round_1_index_0"].is_null(),
         "{event}"
     );
     // The webhook metrics count the calls.
@@ -1206,5 +1230,148 @@ async fn match_policy_equivalent_calls_a_v2_webhook_for_an_autoscaling_v1_reques
     assert!(
         stored["metadata"]["labels"]["seen-as"].is_null(),
         "{stored}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_self_signed_webhook_labels_a_raw_generate_name_create_without_apiversion_or_kind() {
+    let server = ApiServer::start(&[]).await;
+    let client = server.admin_client();
+    // The webhook's certificate is a self-signed CA certificate, given as its own caBundle
+    // (what `openssl req -x509` makes; Go accepts it as the server certificate).
+    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = params.self_signed(&key).unwrap().pem();
+    let hookd = WebhookServer::start_with(
+        &cert,
+        &key.serialize_pem(),
+        &cert,
+        Arc::new(|_path, review| {
+            Reply::Json(patched(
+                review,
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]),
+            ))
+        }),
+    )
+    .await;
+    let configuration = mutating(
+        "labeler",
+        vec![hook(
+            "label.example.com",
+            &format!("{}/label", hookd.url),
+            &hookd.ca_bundle,
+        )],
+    );
+    let registrations = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+    let req = client.request(
+        http::Method::POST,
+        registrations,
+        &configuration.to_string(),
+    );
+    let reply = client.send(common::client::Proto::H1, req).await.unwrap();
+    assert_eq!(reply.status.as_u16(), 201, "{}", reply.body);
+    // A raw create as scripts send it: no apiVersion, no kind, a generated name.
+    let body = json!({"metadata": {"generateName": "probe-"}, "data": {"k": "v"}}).to_string();
+    let created = eventually("the webhook's label on a created configmap", || async {
+        let req = client.request(
+            http::Method::POST,
+            "/api/v1/namespaces/default/configmaps",
+            &body,
+        );
+        let reply = client.send(common::client::Proto::H1, req).await.ok()?;
+        let obj: Value = serde_json::from_str(&reply.body).ok()?;
+        (obj["metadata"]["labels"]["mutated"] == "yes").then_some(obj)
+    })
+    .await;
+    let name = created["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(name.starts_with("probe-"), "{created}");
+    // The label was stored, not only returned.
+    let path = format!("/api/v1/namespaces/default/configmaps/{name}");
+    let stored: Value = serde_json::from_str(
+        &client
+            .get(common::client::Proto::H1, &path)
+            .await
+            .unwrap()
+            .body,
+    )
+    .unwrap();
+    assert_eq!(stored["metadata"]["labels"], json!({"mutated": "yes"}));
+    // Called with an origin-form target, as Go's client (a Python or Go server does not route
+    // an absolute-form one).
+    let received = &hookd.received("/label")[0];
+    assert_eq!(received.target, "/label?timeout=10s");
+    let review = &hookd.reviews("/label")[0];
+    assert_eq!(review["request"]["object"]["kind"], "ConfigMap");
+    assert_eq!(review["request"]["object"]["apiVersion"], "v1");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_match_condition_asks_the_authorizer_about_the_requesting_user() {
+    let server = ApiServer::start(&["--authorization-mode=RBAC"]).await;
+    let k = Kubectl::new(&server);
+    // alice may create configmaps in default, not delete them.
+    k.ok(&[
+        "create",
+        "role",
+        "cm-creator",
+        "-n",
+        "default",
+        "--verb=create",
+        "--resource=configmaps",
+    ])
+    .await;
+    k.ok(&[
+        "create",
+        "rolebinding",
+        "alice-cm-creator",
+        "-n",
+        "default",
+        "--role=cm-creator",
+        "--user=alice",
+    ])
+    .await;
+    let ca = Ca::new("webhook-ca");
+    let hookd = WebhookServer::start(
+        &ca,
+        Arc::new(|_, review| {
+            Reply::Json(answer(
+                review,
+                json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": "non-deleters are refused"}}),
+            ))
+        }),
+    )
+    .await;
+    let mut conditional = hook(
+        "deleters.example.com",
+        &format!("{}/deleters", hookd.url),
+        &hookd.ca_bundle,
+    );
+    conditional["matchConditions"] = json!([{
+        "name": "cannot-delete",
+        "expression": "!authorizer.group('').resource('configmaps').namespace('default').check('delete').allowed()"
+    }]);
+    k.apply("vwc.json", &validating("deleters", vec![conditional]))
+        .await;
+    let path = k
+        .file("probe.json", &configmap("probe", "default", json!({})))
+        .display()
+        .to_string();
+    eventually("the webhook to refuse alice", || async {
+        let out = k
+            .run(&["--as=alice", "create", "--dry-run=server", "-f", &path])
+            .await;
+        (out.code != Some(0) && out.stderr.contains("non-deleters are refused")).then_some(())
+    })
+    .await;
+    // The admin may delete: the condition is false and the webhook is not called.
+    k.ok(&["create", "configmap", "by-admin", "-n", "default"])
+        .await;
+    assert!(
+        hookd
+            .reviews("/deleters")
+            .iter()
+            .all(|r| r["request"]["userInfo"]["username"] == "alice"),
+        "the webhook was called for someone other than alice"
     );
 }

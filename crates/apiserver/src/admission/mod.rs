@@ -175,6 +175,14 @@ impl Attributes {
         }
     }
 
+    /// Adds an annotation that only audit events of `level` or above carry (upstream's
+    /// `AddAnnotationWithLevel`).
+    pub fn add_annotation_with_level(&self, key: &str, value: &str, level: crate::audit::Level) {
+        if let Some(a) = &self.audit {
+            a.add_annotation_with_level(key, value, level);
+        }
+    }
+
     /// The audit context, for plugins that read the audit level or annotations.
     pub fn audit(&self) -> Option<&Arc<AuditContext>> {
         self.audit.as_ref()

@@ -142,7 +142,7 @@ impl Auditor {
 /// Fills the parts of an event that come from the request's audit context.
 pub(crate) fn apply_context(event: &mut Event, context: Option<&AuditContext>) {
     if let Some(context) = context {
-        event.annotations = context.annotations();
+        event.annotations = context.annotations_at(event.level);
         event.impersonated_user = context.impersonated_user().as_ref().map(Into::into);
     }
 }

@@ -72,7 +72,8 @@ pub enum AuditError {
 pub struct AuditContext {
     /// The audit ID (the `Audit-ID` request header, or a new UUID).
     pub audit_id: String,
-    annotations: Mutex<BTreeMap<String, String>>,
+    /// Each annotation with the lowest event level that carries it.
+    annotations: Mutex<BTreeMap<String, (String, Level)>>,
     impersonated_user: Mutex<Option<UserInfo>>,
 }
 
@@ -89,18 +90,34 @@ impl AuditContext {
     /// Adds an annotation to the request's audit event (first value for a key wins, as
     /// upstream logs and ignores duplicates).
     pub fn add_annotation(&self, key: &str, value: &str) {
+        self.add_annotation_with_level(key, value, Level::Metadata);
+    }
+
+    /// Adds an annotation that only events of `level` or above carry (upstream's
+    /// `AddAuditAnnotationWithLevel`, e.g. a webhook's patch at `Request`).
+    pub fn add_annotation_with_level(&self, key: &str, value: &str, level: Level) {
         if let Ok(mut annotations) = self.annotations.lock() {
             annotations
                 .entry(key.to_string())
-                .or_insert_with(|| value.to_string());
+                .or_insert_with(|| (value.to_string(), level));
         }
     }
 
     /// The annotations added so far.
     pub fn annotations(&self) -> BTreeMap<String, String> {
+        self.annotations_at(Level::RequestResponse)
+    }
+
+    /// The annotations an event of `level` carries.
+    pub fn annotations_at(&self, level: Level) -> BTreeMap<String, String> {
         self.annotations
             .lock()
-            .map(|a| a.clone())
+            .map(|a| {
+                a.iter()
+                    .filter(|(_, (_, min))| *min <= level)
+                    .map(|(k, (v, _))| (k.clone(), v.clone()))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -127,4 +144,21 @@ pub trait FailedAuthenticationAuditor: Send + Sync {
     /// `message` is `Authentication failed, attempted: <methods>` or
     /// `Authentication failed, no credentials provided`.
     fn audit_failed_authentication(&self, request: &http::request::Parts, message: &str);
+}
+
+#[cfg(test)]
+mod context_tests {
+    use super::*;
+
+    #[test]
+    fn leveled_annotations_are_carried_only_by_events_of_their_level_or_above() {
+        let context = AuditContext::new("id".into());
+        context.add_annotation("plain", "1");
+        context.add_annotation_with_level("patch", "2", Level::Request);
+        assert_eq!(context.annotations_at(Level::Metadata).len(), 1);
+        let request = context.annotations_at(Level::Request);
+        assert_eq!(request.get("plain").map(String::as_str), Some("1"));
+        assert_eq!(request.get("patch").map(String::as_str), Some("2"));
+        assert_eq!(context.annotations_at(Level::RequestResponse).len(), 2);
+    }
 }

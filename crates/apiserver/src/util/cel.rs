@@ -103,10 +103,23 @@ impl Expression {
 
     /// Evaluates the expression with `vars` bound.
     pub fn eval(&self, vars: &[(&str, &Value)]) -> Result<cel::Value, String> {
+        self.eval_with(vars, &[])
+    }
+
+    /// Evaluates the expression with `vars` and the CEL values `extra` (such as the
+    /// `authorizer` of [`cel_authorizer`](super::cel_authorizer)) bound.
+    pub fn eval_with(
+        &self,
+        vars: &[(&str, &Value)],
+        extra: &[(&str, cel::Value)],
+    ) -> Result<cel::Value, String> {
         BASE.with(|base| {
             let mut ctx = base.new_inner_scope();
             for (name, value) in vars {
                 ctx.add_variable_from_value(*name, to_cel(value));
+            }
+            for (name, value) in extra {
+                ctx.add_variable_from_value(*name, value.clone());
             }
             self.program.execute(&ctx).map_err(|e| e.to_string())
         })
@@ -138,6 +151,7 @@ thread_local! {
     static BASE: Context<'static> = {
         let mut ctx = Context::default();
         ctx.register_all();
+        super::cel_authorizer::register(&mut ctx);
         ctx
     };
 }

@@ -1,6 +1,7 @@
 //! Small utilities shared across the crate.
 
 pub mod cel;
+pub mod cel_authorizer;
 pub mod duration;
 pub mod file_watch;
 pub mod files;

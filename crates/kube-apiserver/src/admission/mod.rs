@@ -16,6 +16,7 @@ use crate::auth::AuthzHandle;
 use crate::informers::SharedInformers;
 use crate::options::Options;
 
+pub mod cel_authorizer;
 pub mod config;
 pub mod plugins;
 pub mod podsecurity;

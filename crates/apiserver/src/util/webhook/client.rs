@@ -349,9 +349,12 @@ impl WebhookClient {
         } else {
             http::Method::GET
         };
+        // Origin-form request target (`/path?query`), as Go's client sends to a server;
+        // the absolute form is for proxies, and servers that do not expect it misroute it.
+        let target = self.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
         let mut builder = http::Request::builder()
             .method(method)
-            .uri(self.uri.clone())
+            .uri(target)
             .header(http::header::ACCEPT, "application/json, */*")
             .header(http::header::USER_AGENT, USER_AGENT);
         if body.is_some() {

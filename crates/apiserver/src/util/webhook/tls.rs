@@ -113,10 +113,13 @@ impl ServerCertVerifier for BundleVerifier {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .chain
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
-        {
+        match self.chain.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        ) {
             Ok(verified) => Ok(verified),
             Err(err) => match self.verify_bundled_leaf(end_entity, server_name, now) {
                 Ok(()) => Ok(ServerCertVerified::assertion()),
@@ -259,13 +262,25 @@ mod tests {
         let leaf = CertificateDer::from_pem_slice(pem.as_bytes()).unwrap();
         let now = UnixTime::now();
         let name = ServerName::try_from("webhook.example").unwrap();
-        assert!(verifier.verify_server_cert(&leaf, &[], &name, &[], now).is_ok());
+        assert!(
+            verifier
+                .verify_server_cert(&leaf, &[], &name, &[], now)
+                .is_ok()
+        );
         // Still checked for the host name.
         let other = ServerName::try_from("other.example").unwrap();
-        assert!(verifier.verify_server_cert(&leaf, &[], &other, &[], now).is_err());
+        assert!(
+            verifier
+                .verify_server_cert(&leaf, &[], &other, &[], now)
+                .is_err()
+        );
         // A CA certificate that is not in the bundle is refused.
         let stranger = self_signed_ca("webhook.example");
         let stranger = CertificateDer::from_pem_slice(stranger.as_bytes()).unwrap();
-        assert!(verifier.verify_server_cert(&stranger, &[], &name, &[], now).is_err());
+        assert!(
+            verifier
+                .verify_server_cert(&stranger, &[], &name, &[], now)
+                .is_err()
+        );
     }
 }

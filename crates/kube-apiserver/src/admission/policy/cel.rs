@@ -130,6 +130,7 @@ thread_local! {
     static BASE: Context<'static> = {
         let mut ctx = Context::default();
         ctx.register_all();
+        apiserver::util::cel_authorizer::register(&mut ctx);
         ctx
     };
 }

@@ -92,6 +92,8 @@ pub struct Lookups {
     pub namespaces: Option<Informer>,
     /// Served versions of each resource.
     pub served: Arc<ServedVersions>,
+    /// The server's authorizer, for the `authorizer` variable.
+    pub authz: crate::auth::AuthzHandle,
 }
 
 impl Lookups {
@@ -101,7 +103,13 @@ impl Lookups {
             informers: ctx.informers.clone(),
             namespaces: ctx.informers.informer("", "namespaces"),
             served: Arc::new(served_versions()),
+            authz: ctx.authz.clone(),
         }
+    }
+
+    /// The `authorizer` variable of a request.
+    pub fn authorizer(&self, attrs: &Attributes) -> cel::Value {
+        crate::admission::cel_authorizer::for_request(&self.authz, attrs)
     }
 
     /// The namespace object of the request (none for cluster-scoped requests and namespaces).
@@ -235,6 +243,8 @@ pub struct Objects {
     pub object: cel::Value,
     /// `oldObject`.
     pub old_object: cel::Value,
+    /// `authorizer` (null until [`Objects::with_authorizer`]).
+    pub authorizer: cel::Value,
 }
 
 impl Objects {
@@ -244,7 +254,14 @@ impl Objects {
         Objects {
             object: value(object),
             old_object: value(old_object),
+            authorizer: cel::Value::Null,
         }
+    }
+
+    /// With the `authorizer` variable.
+    pub fn with_authorizer(mut self, authorizer: cel::Value) -> Self {
+        self.authorizer = authorizer;
+        self
     }
 }
 
@@ -261,6 +278,7 @@ pub fn variables(
         ("request", request.clone()),
         ("params", param.map(from_json).unwrap_or(cel::Value::Null)),
         ("namespaceObject", namespace.clone()),
+        ("authorizer", objects.authorizer.clone()),
     ])
 }
 

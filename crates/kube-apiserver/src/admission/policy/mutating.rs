@@ -84,7 +84,9 @@ impl MutatingPolicies {
         namespace: &kube_cel::cel::Value,
     ) -> Result<(), String> {
         let object = attrs.object.clone();
-        let objects = Objects::new(object.as_ref(), attrs.old_object.as_ref());
+        let authorizer = self.lookups.authorizer(attrs);
+        let objects = Objects::new(object.as_ref(), attrs.old_object.as_ref())
+            .with_authorizer(authorizer.clone());
         let vars = variables(&objects, request, param, namespace);
         match policy.match_conditions_match(&vars) {
             Err(e) => return Err(e),
@@ -95,7 +97,8 @@ impl MutatingPolicies {
             let Some(current) = attrs.object.clone() else {
                 return Ok(());
             };
-            let objects = Objects::new(Some(&current), attrs.old_object.as_ref());
+            let objects = Objects::new(Some(&current), attrs.old_object.as_ref())
+                .with_authorizer(authorizer.clone());
             let mut vars = variables(&objects, request, param, namespace);
             let mut budget = RUNTIME_BUDGET;
             policy

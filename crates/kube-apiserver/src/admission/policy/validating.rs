@@ -90,7 +90,8 @@ impl ValidatingPolicies {
         let req = request_of(attrs);
         let namespace = self.lookups.namespace(attrs);
         let namespace_value = namespace_variable(namespace.as_deref());
-        let objects = Objects::new(attrs.object.as_ref(), attrs.old_object.as_ref());
+        let objects = Objects::new(attrs.object.as_ref(), attrs.old_object.as_ref())
+            .with_authorizer(self.lookups.authorizer(attrs));
         for (policy, bindings) in self.source.hooks() {
             let constraints = get(&policy.object, "spec.matchConstraints")
                 .cloned()

@@ -1,5 +1,5 @@
 //! A webhook's `matchConditions` (upstream `webhook/matchconditions`): CEL over `object`,
-//! `oldObject` and `request`; any condition that is false skips the webhook; errors (with none
+//! `oldObject`, `request` and `authorizer`; any condition that is false skips the webhook; errors (with none
 //! false) fail the request under `failurePolicy: Fail` and skip the webhook under `Ignore`.
 
 use apiserver::util::cel::Expression;
@@ -19,8 +19,13 @@ pub enum ConditionResult {
     Error(String),
 }
 
-fn evaluate(expression: &Expression, text: &str, vars: &[(&str, &Value)]) -> Result<bool, String> {
-    match expression.eval(vars) {
+fn evaluate(
+    expression: &Expression,
+    text: &str,
+    vars: &[(&str, &Value)],
+    authorizer: &cel::Value,
+) -> Result<bool, String> {
+    match expression.eval_with(vars, &[("authorizer", authorizer.clone())]) {
         Ok(cel::Value::Bool(b)) => Ok(b),
         Ok(other) => Err(format!(
             "expression '{text}' resulted in error: expected a bool result, got {}",
@@ -43,13 +48,14 @@ fn type_name(v: &cel::Value) -> &'static str {
     }
 }
 
-/// Evaluates `conditions` with `object`, `oldObject` and `request` bound.
+/// Evaluates `conditions` with `object`, `oldObject`, `request` and `authorizer` bound.
 pub fn evaluate_conditions(
     conditions: &[MatchCondition],
     fail_open: bool,
     object: &Value,
     old_object: &Value,
     request: &Value,
+    authorizer: &cel::Value,
 ) -> ConditionResult {
     let vars = [
         ("object", object),
@@ -59,7 +65,7 @@ pub fn evaluate_conditions(
     let mut errors = Vec::new();
     for condition in conditions {
         let result = match &condition.expression {
-            Ok(expression) => evaluate(expression, &condition.text, &vars),
+            Ok(expression) => evaluate(expression, &condition.text, &vars, authorizer),
             Err(e) => Err(format!("expression '{}' {e}", condition.text)),
         };
         match result {
@@ -85,7 +91,10 @@ mod tests {
     fn condition(name: &str, text: &str) -> MatchCondition {
         MatchCondition {
             name: name.into(),
-            expression: Expression::compile(text, &["object", "oldObject", "request"]),
+            expression: Expression::compile(
+                text,
+                &["object", "oldObject", "request", "authorizer"],
+            ),
             text: text.into(),
         }
     }
@@ -103,7 +112,8 @@ mod tests {
                 false,
                 &object,
                 &Value::Null,
-                &request
+                &request,
+                &cel::Value::Null,
             ),
             ConditionResult::Match
         );
@@ -114,7 +124,8 @@ mod tests {
                 false,
                 &object,
                 &Value::Null,
-                &request
+                &request,
+                &cel::Value::Null,
             ),
             ConditionResult::Skip(Some("team-b".into()))
         );
@@ -124,6 +135,7 @@ mod tests {
             &object,
             &Value::Null,
             &request,
+            &cel::Value::Null,
         ) else {
             panic!("an error was expected");
         };
@@ -132,7 +144,14 @@ mod tests {
             "{text}"
         );
         assert_eq!(
-            evaluate_conditions(&[missing], true, &object, &Value::Null, &request),
+            evaluate_conditions(
+                &[missing],
+                true,
+                &object,
+                &Value::Null,
+                &request,
+                &cel::Value::Null
+            ),
             ConditionResult::Skip(None)
         );
     }

@@ -65,6 +65,8 @@ pub struct Dispatcher {
     /// patch adds that the type does not declare are dropped, as upstream's decoding of the
     /// patched object drops them.
     pub strategies: std::collections::HashMap<(String, String), SharedStrategy>,
+    /// The server's authorizer, for the `authorizer` variable of match conditions.
+    pub authz: crate::auth::AuthzHandle,
 }
 
 impl std::fmt::Debug for Dispatcher {
@@ -231,6 +233,7 @@ impl Dispatcher {
                 &object,
                 &old_object,
                 &request,
+                &crate::admission::cel_authorizer::for_request(&self.authz, attrs),
             ) {
                 ConditionResult::Match => {}
                 ConditionResult::Skip(_) => return Ok(None),
@@ -581,6 +584,22 @@ pub fn record(
             metrics::observe(&hook.name, kind, operation, elapsed, true, 0);
         }
     }
+}
+
+/// The value of the `patch.webhook.admission.k8s.io/round_N_index_M` audit annotation of an
+/// applied JSON patch (fields in upstream's order; the patch's operations with sorted keys, as
+/// Go re-encodes them).
+pub fn patch_annotation(configuration: &str, webhook: &str, verdict: &Verdict) -> Option<String> {
+    if verdict.patch.is_empty() || verdict.patch_type != "JSONPatch" {
+        return None;
+    }
+    let patch: Value = serde_json::from_slice(&verdict.patch).ok()?;
+    Some(format!(
+        "{{\"configuration\":{},\"webhook\":{},\"patch\":{},\"patchType\":\"JSONPatch\"}}",
+        Value::String(configuration.to_string()),
+        Value::String(webhook.to_string()),
+        patch
+    ))
 }
 
 /// The value of the `mutation.webhook.admission.k8s.io/round_N_index_M` audit annotation.

@@ -44,6 +44,9 @@ const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// Mutation audit annotation prefix.
 const MUTATION_PREFIX: &str = "mutation.webhook.admission.k8s.io/";
+/// The prefix of the audit annotations (at level `Request`) carrying a mutating webhook's
+/// patch.
+const PATCH_PREFIX: &str = "patch.webhook.admission.k8s.io/";
 /// Fail-open audit annotation prefixes.
 const MUTATION_FAILED_OPEN_PREFIX: &str = "failed-open.mutation.webhook.admission.k8s.io/";
 const VALIDATING_FAILED_OPEN_PREFIX: &str = "failed-open.validating.webhook.admission.k8s.io/";
@@ -93,6 +96,7 @@ fn dispatcher(ctx: &super::PluginContext) -> Result<Dispatcher, String> {
             .iter()
             .map(|(key, store)| (key.clone(), store.shared_strategy().clone()))
             .collect(),
+        authz: ctx.authz.clone(),
     })
 }
 
@@ -232,6 +236,17 @@ impl MutatingWebhooks {
                     match apply_patch(&hook.name, &verdict, &mut versioned) {
                         Ok(c) => {
                             changed = c;
+                            if let Some(value) = dispatch::patch_annotation(
+                                &hook.configuration,
+                                &hook.name,
+                                &verdict,
+                            ) {
+                                attrs.add_annotation_with_level(
+                                    &format!("{PATCH_PREFIX}round_{round}_index_{index}"),
+                                    &value,
+                                    apiserver::audit::Level::Request,
+                                );
+                            }
                             if c && let Some(patched) = versioned {
                                 attrs.object = Some(self.dispatcher.unversioned(
                                     attrs,

@@ -311,6 +311,7 @@ fn build_admission(
     deps: &AuthDeps<'_>,
     stores: &crate::install::Stores,
     authz: &crate::auth::AuthzHandle,
+    crds: &apiextensions::ApiextensionsHandle,
 ) -> Result<Arc<apiserver::admission::Chain>, StartError> {
     let store = |resource: &str| {
         stores
@@ -337,6 +338,21 @@ fn build_admission(
         proxy_client,
         options: Arc::new(opts.clone()),
         stop: deps.stop.clone(),
+        custom_resources: Some(Arc::new(
+            crate::admission::custom_resources::CustomResources::new(
+                {
+                    let informer =
+                        apiserver::registry::informer::Informer::new(Arc::new(crds.crds.clone()));
+                    informer.start(deps.stop.clone());
+                    informer
+                },
+                {
+                    let serving = crds.serving.clone();
+                    Arc::new(move |name: &str| serving.store_of(name))
+                },
+                deps.stop.clone(),
+            ),
+        )),
     };
     crate::admission::build_chain(opts, &base, &crate::admission::Registry::all())
         .map(Arc::new)
@@ -685,7 +701,7 @@ pub async fn run(
         rbac,
     });
     config.authorizer = Some(authorizer);
-    let admission = build_admission(&opts, &deps, &stores, &authz)?;
+    let admission = build_admission(&opts, &deps, &stores, &authz, &crds)?;
     server.set_admission(Some(admission.clone()));
     apiextensions.set_admission(Some(admission.clone()));
     // Every namespace's `default` service account, which the ServiceAccount plugin gives pods.

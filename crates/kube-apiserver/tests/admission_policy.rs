@@ -722,3 +722,92 @@ spec:
     .await;
     k.ok(&["create", "-f", &manifest]).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_custom_resource_param_limits_deployment_replicas() {
+    let server = ApiServer::start(&[]).await;
+    let k = Kubectl::new(&server);
+    k.apply(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: replicalimits.rules.example.com}
+spec:
+  group: rules.example.com
+  scope: Namespaced
+  names: {plural: replicalimits, singular: replicalimit, kind: ReplicaLimit}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          maxReplicas: {type: integer}
+"#,
+    )
+    .await;
+    k.ok(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/replicalimits.rules.example.com",
+        "--timeout=60s",
+    ])
+    .await;
+    k.apply(
+        r#"
+apiVersion: rules.example.com/v1
+kind: ReplicaLimit
+metadata: {name: limit, namespace: default}
+maxReplicas: 2
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: crd-replica-limit}
+spec:
+  failurePolicy: Fail
+  paramKind: {apiVersion: rules.example.com/v1, kind: ReplicaLimit}
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: ["apps"], apiVersions: ["v1"], operations: ["CREATE", "UPDATE"], resources: ["deployments"]}
+  validations:
+  - expression: "object.spec.replicas <= params.maxReplicas"
+    messageExpression: "'at most ' + string(params.maxReplicas) + ' replicas'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: crd-replica-limit}
+spec:
+  policyName: crd-replica-limit
+  validationActions: [Deny]
+  paramRef: {name: limit, parameterNotFoundAction: Deny}
+"#,
+    )
+    .await;
+    let out = k
+        .until_refused(
+            &[
+                "create",
+                "deployment",
+                "big",
+                "--image=nginx",
+                "--replicas=3",
+            ],
+            &["delete", "deployment", "big"],
+            "denied request: at most 2 replicas",
+        )
+        .await;
+    assert!(
+        out.stderr.contains("deployments.apps \"big\" is forbidden"),
+        "{out:?}"
+    );
+    k.ok(&[
+        "create",
+        "deployment",
+        "small",
+        "--image=nginx",
+        "--replicas=2",
+    ])
+    .await;
+}

@@ -18,6 +18,7 @@ use crate::options::Options;
 
 pub mod cel_authorizer;
 pub mod config;
+pub mod custom_resources;
 pub mod plugins;
 pub mod podsecurity;
 pub mod policy;
@@ -115,6 +116,8 @@ pub struct PluginContext {
     pub options: Arc<Options>,
     /// Fires when the server stops (for plugins' background tasks).
     pub stop: CancellationToken,
+    /// Custom resources by kind (policy params of custom kinds); `None` in unit tests.
+    pub custom_resources: Option<Arc<custom_resources::CustomResources>>,
 }
 
 impl std::fmt::Debug for PluginContext {

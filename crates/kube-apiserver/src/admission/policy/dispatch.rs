@@ -94,6 +94,8 @@ pub struct Lookups {
     pub served: Arc<ServedVersions>,
     /// The server's authorizer, for the `authorizer` variable.
     pub authz: crate::auth::AuthzHandle,
+    /// Custom resources, for params of custom kinds.
+    pub custom_resources: Option<Arc<crate::admission::custom_resources::CustomResources>>,
 }
 
 impl Lookups {
@@ -104,6 +106,7 @@ impl Lookups {
             namespaces: ctx.informers.informer("", "namespaces"),
             served: Arc::new(served_versions()),
             authz: ctx.authz.clone(),
+            custom_resources: ctx.custom_resources.clone(),
         }
     }
 
@@ -148,9 +151,13 @@ impl Lookups {
     pub fn param_source(&self, policy: &CompiledPolicy) -> Result<Option<ParamSource>, String> {
         match &policy.param_kind {
             None => Ok(None),
-            Some((api_version, kind)) => {
-                params::param_source(&self.informers, api_version, kind).map(Some)
-            }
+            Some((api_version, kind)) => params::param_source(
+                &self.informers,
+                self.custom_resources.as_deref(),
+                api_version,
+                kind,
+            )
+            .map(Some),
         }
     }
 

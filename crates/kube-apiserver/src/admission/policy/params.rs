@@ -8,6 +8,7 @@ use apiserver::registry::informer::Informer;
 use apiserver::registry::rest::RestStorage;
 use serde_json::{Map, Value};
 
+use crate::admission::custom_resources::CustomResources;
 use crate::apis::json::{get, str_at};
 use crate::apis::workload::selector_matches;
 use crate::informers::SharedInformers;
@@ -26,6 +27,7 @@ pub struct ParamSource {
 /// error is upstream's configuration error text.
 pub fn param_source(
     informers: &SharedInformers,
+    custom: Option<&CustomResources>,
     api_version: &str,
     kind: &str,
 ) -> Result<ParamSource, String> {
@@ -36,6 +38,13 @@ pub fn param_source(
             .then(|| (g.clone(), r.clone(), info.namespaced))
     });
     let Some((group_name, resource, namespaced)) = found else {
+        if let Some((informer, namespaced)) = custom.and_then(|c| c.informer(group, version, kind))
+        {
+            return Ok(ParamSource {
+                informer,
+                namespaced,
+            });
+        }
         return Err(format!(
             "failed to find resource referenced by paramKind: '{group}/{version}, Kind={kind}'"
         ));

@@ -289,6 +289,20 @@ async fn a_best_effort_quota_counts_only_best_effort_pods() {
 async fn limit_ranger_defaults_container_resources_and_refuses_one_above_max() {
     let server = ApiServer::start(&[]).await;
     namespace(&server, "limits").await;
+    // A range whose minimum exceeds its maximum is refused with upstream's message.
+    let bad = create(
+        &server,
+        "limits",
+        "apiVersion: v1\nkind: LimitRange\nmetadata:\n  name: bad\nspec:\n  limits:\n  - type: Container\n    min:\n      cpu: \"2\"\n    max:\n      cpu: \"1\"\n",
+    )
+    .await;
+    assert_ne!(bad.code, Some(0), "{bad:?}");
+    assert!(
+        bad.stderr.contains(
+            "spec.limits[0].min[cpu]: Invalid value: \"2\": min value 2 is greater than max value 1"
+        ),
+        "{bad:?}"
+    );
     create_ok(
         &server,
         "limits",

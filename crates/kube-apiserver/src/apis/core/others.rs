@@ -1,7 +1,7 @@
 //! The smaller core resources: serviceaccounts, endpoints, events, nodes, limitranges and
 //! resourcequotas.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use apiserver::registry::{FieldError, SelectableFields, TableColumn};
 use k8s_openapi::api::core::v1::{
@@ -408,8 +408,192 @@ pub fn limitranges() -> ResourceDef {
             &[],
         ))
         .create_on_update()
-        .defaults(default_limit_range),
+        .defaults(default_limit_range)
+        .validate(validate_limit_range),
     )
+}
+
+/// Whether `resource` may be overcommitted (requested below its limit): native resources
+/// other than huge pages (upstream `helper.IsOvercommitAllowed`).
+fn overcommit_allowed(resource: &str) -> bool {
+    let native = !resource.contains('/') || resource.contains("kubernetes.io/");
+    native && !resource.starts_with("hugepages-")
+}
+
+/// Upstream `ValidateLimitRange`: one item per type, no defaults on `Pod` items, a storage
+/// bound on `PersistentVolumeClaim` items, and per resource min ≤ default request ≤ default
+/// ≤ max, a ratio of at least 1 and at most max/min, defaults equal to requests for resources
+/// that cannot be overcommitted.
+fn validate_limit_range(obj: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let mut types = BTreeSet::new();
+    for (i, item) in array_at(obj, "spec.limits").iter().enumerate() {
+        let at = format!("spec.limits[{i}]");
+        let kind = item.get("type").and_then(Value::as_str).unwrap_or_default();
+        if kind.is_empty() {
+            errs.push(FieldError::required(&format!("{at}.type"), ""));
+        } else if !types.insert(kind.to_string()) {
+            errs.push(FieldError::duplicate(&format!("{at}.type"), kind));
+        }
+        let mut section = |name: &str| -> BTreeMap<String, Quantity> {
+            let mut out = BTreeMap::new();
+            let Some(Value::Object(map)) = item.get(name) else {
+                return out;
+            };
+            if kind == "Pod" && (name == "default" || name == "defaultRequest") {
+                if !map.is_empty() {
+                    errs.push(FieldError::forbidden(
+                        &format!("{at}.{name}"),
+                        "may not be specified when `type` is 'Pod'",
+                    ));
+                }
+                return out;
+            }
+            for (resource, amount) in map {
+                let text = match amount {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                match Quantity::parse(&text) {
+                    Ok(q) => {
+                        out.insert(resource.clone(), q);
+                    }
+                    Err(err) => errs.push(FieldError::invalid(
+                        &format!("{at}.{name}[{resource}]"),
+                        text,
+                        &err.to_string(),
+                    )),
+                }
+            }
+            out
+        };
+        let max = section("max");
+        let min = section("min");
+        let defaults = section("default");
+        let requests = section("defaultRequest");
+        let ratios = section("maxLimitRequestRatio");
+        if kind == "PersistentVolumeClaim"
+            && !min.contains_key("storage")
+            && !max.contains_key("storage")
+        {
+            errs.push(FieldError::required(
+                &format!("{at}.limits"),
+                "either minimum or maximum storage value is required, but neither was provided",
+            ));
+        }
+        let keys: BTreeSet<&String> = max
+            .keys()
+            .chain(min.keys())
+            .chain(defaults.keys())
+            .chain(requests.keys())
+            .chain(ratios.keys())
+            .collect();
+        for k in keys {
+            let (lo, hi, def, req, ratio) = (
+                min.get(k),
+                max.get(k),
+                defaults.get(k),
+                requests.get(k),
+                ratios.get(k),
+            );
+            let mut invalid = |field: &str, value: &Quantity, detail: String| {
+                errs.push(FieldError::invalid(
+                    &format!("{at}.{field}[{k}]"),
+                    value.to_string(),
+                    &detail,
+                ));
+            };
+            if let (Some(lo), Some(hi)) = (lo, hi)
+                && lo > hi
+            {
+                invalid(
+                    "min",
+                    lo,
+                    format!("min value {lo} is greater than max value {hi}"),
+                );
+            }
+            if let (Some(req), Some(lo)) = (req, lo)
+                && lo > req
+            {
+                invalid(
+                    "defaultRequest",
+                    req,
+                    format!("min value {lo} is greater than default request value {req}"),
+                );
+            }
+            if let (Some(req), Some(hi)) = (req, hi)
+                && req > hi
+            {
+                invalid(
+                    "defaultRequest",
+                    req,
+                    format!("default request value {req} is greater than max value {hi}"),
+                );
+            }
+            if let (Some(req), Some(def)) = (req, def)
+                && req > def
+            {
+                invalid(
+                    "defaultRequest",
+                    req,
+                    format!(
+                        "default request value {req} is greater than default limit value {def}"
+                    ),
+                );
+            }
+            if let (Some(def), Some(lo)) = (def, lo)
+                && lo > def
+            {
+                invalid(
+                    "default",
+                    lo,
+                    format!("min value {lo} is greater than default value {def}"),
+                );
+            }
+            if let (Some(def), Some(hi)) = (def, hi)
+                && def > hi
+            {
+                invalid(
+                    "default",
+                    hi,
+                    format!("default value {def} is greater than max value {hi}"),
+                );
+            }
+            if let Some(ratio) = ratio {
+                if *ratio < Quantity::from_units(1) {
+                    invalid(
+                        "maxLimitRequestRatio",
+                        ratio,
+                        format!("ratio {ratio} is less than 1"),
+                    );
+                }
+                if let (Some(lo), Some(hi)) = (lo, hi)
+                    && !lo.is_zero()
+                {
+                    let limit = hi.milli_value() as f64 / lo.milli_value() as f64;
+                    let value = ratio.milli_value() as f64 / 1000.0;
+                    if value > limit {
+                        invalid(
+                            "maxLimitRequestRatio",
+                            ratio,
+                            format!("ratio {ratio} is greater than max/min = {limit:.6}"),
+                        );
+                    }
+                }
+            }
+            if !overcommit_allowed(k)
+                && let (Some(def), Some(req)) = (def, req)
+                && def != req
+            {
+                invalid(
+                    "defaultRequest",
+                    req,
+                    format!("default value {def} must equal to defaultRequest value {req} in {k}"),
+                );
+            }
+        }
+    }
+    errs
 }
 
 /// upstream `SetDefaults_LimitRangeItem`: a `Container` item's default limit is its max, its
@@ -569,6 +753,65 @@ fn quota_row(obj: &Value) -> Vec<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn limit_ranges_are_validated_as_upstream() {
+        let errors = |limits: Value| -> Vec<(String, String)> {
+            validate_limit_range(&json!({"spec": {"limits": limits}}))
+                .into_iter()
+                .map(|e| (e.field, e.detail))
+                .collect()
+        };
+        assert!(
+            errors(
+                json!([{"type": "Container", "min": {"cpu": "100m"}, "max": {"cpu": "1"},
+            "default": {"cpu": "500m"}, "defaultRequest": {"cpu": "200m"},
+            "maxLimitRequestRatio": {"cpu": "4"}}])
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            errors(json!([{"type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}])),
+            [(
+                "spec.limits[0].min[cpu]".to_string(),
+                "min value 2 is greater than max value 1".to_string()
+            )]
+        );
+        assert_eq!(
+            errors(json!([{"type": "Pod", "default": {"cpu": "1"}}, {"type": "Pod"}])),
+            [
+                (
+                    "spec.limits[0].default".to_string(),
+                    "may not be specified when `type` is 'Pod'".to_string()
+                ),
+                ("spec.limits[1].type".to_string(), String::new()),
+            ]
+        );
+        assert_eq!(
+            errors(json!([{"type": "PersistentVolumeClaim"}]))[0].1,
+            "either minimum or maximum storage value is required, but neither was provided"
+        );
+        assert_eq!(
+            errors(
+                json!([{"type": "Container", "min": {"memory": "1Gi"}, "max": {"memory": "2Gi"},
+                "maxLimitRequestRatio": {"memory": "3"}}])
+            )[0]
+            .1,
+            "ratio 3 is greater than max/min = 2.000000"
+        );
+        assert_eq!(
+            errors(json!([{"type": "Container", "maxLimitRequestRatio": {"cpu": "500m"}}]))[0].1,
+            "ratio 500m is less than 1"
+        );
+        assert_eq!(
+            errors(
+                json!([{"type": "Container", "default": {"hugepages-2Mi": "4Mi"},
+                "defaultRequest": {"hugepages-2Mi": "2Mi"}}])
+            )[0]
+            .1,
+            "default value 4Mi must equal to defaultRequest value 2Mi in hugepages-2Mi"
+        );
+    }
 
     #[test]
     fn event_row_and_fields() {

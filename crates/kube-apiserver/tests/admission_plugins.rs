@@ -791,6 +791,67 @@ async fn blocking_an_owners_deletion_needs_update_on_its_finalizers() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn blocking_a_custom_resource_owners_deletion_needs_update_on_its_finalizers() {
+    let cluster = Cluster::start(&[
+        "--authorization-mode=RBAC",
+        "--enable-admission-plugins=OwnerReferencesPermissionEnforcement",
+    ])
+    .await;
+    cluster
+        .apply(
+            "crd.yaml",
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: widgets, singular: widget, kind: Widget}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n",
+        )
+        .await;
+    cluster
+        .ok(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/widgets.example.com",
+            "--timeout=60s",
+        ])
+        .await;
+    cluster
+        .apply("owner.yaml", "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: owner\n  namespace: default\n")
+        .await;
+    let uid = cluster.get(&["widget", "owner"]).await["metadata"]["uid"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let role = |extra: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata:\n  name: configmaps\n  namespace: default\nrules:\n- apiGroups: [\"\"]\n  resources: [configmaps]\n  verbs: [get, list, create, update, patch, delete]\n{extra}---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: configmaps\n  namespace: default\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: Role\n  name: configmaps\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: bob\n"
+        )
+    };
+    cluster.apply("rbac.yaml", &role("")).await;
+    let owned = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: blocking\n  ownerReferences:\n  - apiVersion: example.com/v1\n    kind: Widget\n    name: owner\n    uid: {uid}\n    blockOwnerDeletion: true\n"
+    );
+    let refused = cluster
+        .apply_as(As::User("bob"), "blocking.yaml", &owned)
+        .await;
+    assert!(
+        refused.stderr.contains(
+            "cannot set blockOwnerDeletion if an ownerReference refers to a resource you can't set finalizers on: "
+        ),
+        "{refused:?}"
+    );
+    cluster
+        .apply(
+            "rbac.yaml",
+            &role("- apiGroups: [example.com]\n  resources: [widgets/finalizers]\n  verbs: [update]\n"),
+        )
+        .await;
+    eventually("bob may block the widget's deletion", || async {
+        let out = cluster
+            .apply_as(As::User("bob"), "blocking.yaml", &owned)
+            .await;
+        (out.code == Some(0)).then_some(())
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn an_ingress_without_a_class_gets_the_default_one() {
     let cluster = Cluster::start(&[]).await;
     cluster

@@ -42,6 +42,20 @@ impl CustomResources {
         }
     }
 
+    /// The resources (plurals) of CRDs serving `group` `kind` (upstream's RESTMapper over
+    /// custom resources).
+    pub fn resources_for_kind(&self, group: &str, kind: &str) -> Vec<String> {
+        self.crds
+            .list()
+            .iter()
+            .filter(|crd| {
+                str_at(crd, "spec.group") == Some(group)
+                    && str_at(crd, "spec.names.kind") == Some(kind)
+            })
+            .filter_map(|crd| str_at(crd, "spec.names.plural").map(str::to_string))
+            .collect()
+    }
+
     /// The informer of the custom resources of `group`/`version` `kind` and whether they are
     /// namespaced; `None` unless a CRD serves that version of the kind.
     pub fn informer(&self, group: &str, version: &str, kind: &str) -> Option<(Informer, bool)> {

@@ -38,11 +38,15 @@ pub fn new(ctx: &PluginContext) -> Result<Arc<dyn Plugin>, String> {
             .or_default()
             .push(info.resource.clone());
     }
+    let custom = ctx.custom_resources.clone();
     let resources: KindResolver = Arc::new(move |group, _version, kind| {
-        kinds
-            .get(&(group.to_string(), kind.to_string()))
-            .cloned()
-            .unwrap_or_default()
+        match kinds.get(&(group.to_string(), kind.to_string())) {
+            Some(resources) => resources.clone(),
+            None => custom
+                .as_ref()
+                .map(|c| c.resources_for_kind(group, kind))
+                .unwrap_or_default(),
+        }
     });
     Ok(Arc::new(OwnerReferencesPermissionEnforcement {
         authz: ctx.authz.clone(),

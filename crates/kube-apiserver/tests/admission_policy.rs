@@ -811,3 +811,50 @@ spec:
     ])
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_equivalent_match_validates_an_autoscaling_v1_request_as_the_v2_object() {
+    let server = ApiServer::start(&[]).await;
+    let k = Kubectl::new(&server);
+    k.apply(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: utilization-cap}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    matchPolicy: Equivalent
+    resourceRules:
+    - {apiGroups: ["autoscaling"], apiVersions: ["v2"], operations: ["CREATE"], resources: ["horizontalpodautoscalers"]}
+  validations:
+  - expression: "object.spec.metrics.all(m, m.resource.target.averageUtilization <= 80)"
+    messageExpression: "'utilization above 80 in ' + object.apiVersion"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: utilization-cap}
+spec:
+  policyName: utilization-cap
+  validationActions: [Deny]
+"#,
+    )
+    .await;
+    let hpa = |name: &str, percent: u32| {
+        format!(
+            "apiVersion: autoscaling/v1\nkind: HorizontalPodAutoscaler\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}\n  maxReplicas: 3\n  targetCPUUtilizationPercentage: {percent}\n"
+        )
+    };
+    let path = k.home.path().join("hot.yaml");
+    std::fs::write(&path, hpa("hot", 90)).unwrap();
+    let path = path.display().to_string();
+    k.until_refused(
+        &["create", "-f", &path],
+        &["delete", "hpa", "hot"],
+        "denied request: utilization above 80 in autoscaling/v2",
+    )
+    .await;
+    let cool = k.home.path().join("cool.yaml");
+    std::fs::write(&cool, hpa("cool", 50)).unwrap();
+    k.ok(&["create", "-f", &cool.display().to_string()]).await;
+}

@@ -96,6 +96,9 @@ pub struct Lookups {
     pub authz: crate::auth::AuthzHandle,
     /// Custom resources, for params of custom kinds.
     pub custom_resources: Option<Arc<crate::admission::custom_resources::CustomResources>>,
+    /// Converts objects between the served versions of a built-in resource
+    /// (`matchPolicy: Equivalent`).
+    pub equivalents: Arc<crate::admission::webhook::equivalent::Equivalents>,
 }
 
 impl Lookups {
@@ -107,7 +110,40 @@ impl Lookups {
             served: Arc::new(served_versions()),
             authz: ctx.authz.clone(),
             custom_resources: ctx.custom_resources.clone(),
+            equivalents: Arc::new(
+                crate::admission::webhook::equivalent::Equivalents::from_groups(
+                    &crate::apis::builtin_groups(),
+                ),
+            ),
         }
+    }
+
+    /// `object` and `oldObject` of `attrs` in `version` of the resource, when a policy
+    /// matched another version than the request's (`matchPolicy: Equivalent`): `None` when no
+    /// conversion is needed.
+    pub fn objects_in(
+        &self,
+        attrs: &Attributes,
+        version: &str,
+        authorizer: &cel::Value,
+    ) -> Option<Objects> {
+        if version == attrs.resource.version || !attrs.subresource.is_empty() {
+            return None;
+        }
+        let convert = |obj: Option<&Value>| {
+            obj.map(|o| {
+                self.equivalents.convert(
+                    &attrs.resource.group,
+                    &attrs.resource.resource,
+                    &attrs.resource.version,
+                    version,
+                    o.clone(),
+                )
+            })
+        };
+        let object = convert(attrs.object.as_ref());
+        let old_object = convert(attrs.old_object.as_ref());
+        Some(Objects::new(object.as_ref(), old_object.as_ref()).with_authorizer(authorizer.clone()))
     }
 
     /// The `authorizer` variable of a request.

@@ -102,6 +102,10 @@ impl ValidatingPolicies {
             else {
                 continue;
             };
+            let converted = self
+                .lookups
+                .objects_in(attrs, &version, &objects.authorizer);
+            let objects = converted.as_ref().unwrap_or(&objects);
             let param_source = match self.lookups.param_source(&policy) {
                 Ok(s) => s,
                 Err(e) => {
@@ -137,8 +141,7 @@ impl ValidatingPolicies {
                     .filter_map(Value::as_str)
                     .collect();
                 for param in params {
-                    let mut vars =
-                        variables(&objects, &request, param.as_deref(), &namespace_value);
+                    let mut vars = variables(objects, &request, param.as_deref(), &namespace_value);
                     let started = std::time::Instant::now();
                     let result = policy.validate(&mut vars);
                     let elapsed = started.elapsed();

@@ -501,6 +501,42 @@ pub struct Options {
     #[arg(long, help_heading = "Misc flags")]
     pub proxy_client_key_file: Option<PathBuf>,
 
+    // ----- Drop-in flag sets: what envtest and kubeadm pass that was missing -----
+    /// If true, allow privileged containers. [default=false]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Misc flags")]
+    pub allow_privileged: bool,
+    /// The IP address on which to advertise the apiserver to members of the cluster. This
+    /// address must be reachable by the rest of the cluster. If blank, the --bind-address will
+    /// be used. If --bind-address is unspecified, the host's default interface will be used.
+    #[arg(long, help_heading = "Generic flags")]
+    pub advertise_address: Option<IpAddr>,
+    /// If true, replace the max-in-flight handler with an enhanced one that queues and
+    /// dispatches with priority and fairness (accepted; this server always uses the
+    /// max-in-flight limits).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", action = ArgAction::Set, help_heading = "Features flags")]
+    pub enable_priority_and_fairness: bool,
+    /// Path to a client cert file for TLS (for kubelet connections).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_client_certificate: Option<PathBuf>,
+    /// Path to a client key file for TLS (for kubelet connections).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_client_key: Option<PathBuf>,
+    /// Path to a cert file for the certificate authority (of kubelet serving certificates).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_certificate_authority: Option<PathBuf>,
+    /// List of the preferred NodeAddressTypes to use for kubelet connections.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_value = "Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP", help_heading = "Misc flags")]
+    pub kubelet_preferred_address_types: Vec<String>,
+    /// Timeout for kubelet operations.
+    #[arg(long, default_value = "5s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Misc flags")]
+    pub kubelet_timeout: GoDuration,
+    /// DEPRECATED: kubelet port (default 10250).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_port: Option<u32>,
+    /// DEPRECATED: kubelet read only port (default 10255).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_read_only_port: Option<u32>,
+
     // ----- Global flags -----
     /// --version, --version=raw prints version information and quits.
     #[arg(
@@ -706,6 +742,12 @@ impl Options {
         if self.proxy_client_cert_file.is_some() != self.proxy_client_key_file.is_some() {
             errors.push(
                 "--proxy-client-cert-file and --proxy-client-key-file must be given together"
+                    .into(),
+            );
+        }
+        if self.kubelet_client_certificate.is_some() != self.kubelet_client_key.is_some() {
+            errors.push(
+                "--kubelet-client-certificate and --kubelet-client-key must be given together"
                     .into(),
             );
         }

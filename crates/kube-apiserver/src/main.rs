@@ -1,5 +1,6 @@
 //! `kube-apiserver`: a Kubernetes API server on the `apiserver` library.
 
+mod accepted_flags;
 mod admission;
 mod apis;
 mod auth;

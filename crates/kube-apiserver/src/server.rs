@@ -384,9 +384,9 @@ fn service_accounts(opts: &Options) -> Result<ServiceAccountConfig, StartError> 
 fn install_issuer_discovery(
     mux: &apiserver::server::mux::PathRecorderMux,
     sa: &ServiceAccountConfig,
-    addr: SocketAddr,
+    external_address: &str,
 ) {
-    let jwks_uri = openid::jwks_uri(sa.jwks_uri.as_deref(), &openid::external_address(addr));
+    let jwks_uri = openid::jwks_uri(sa.jwks_uri.as_deref(), external_address);
     match openid::render(sa.issuer(), &jwks_uri, &sa.public_keys) {
         Ok(metadata) => openid::install(mux, metadata),
         Err(err) => tracing::info!(
@@ -404,6 +404,9 @@ pub async fn run(
     // Drop-in flag sets (envtest, kubeadm): feature gate warnings, --allow-privileged, the
     // kubelet client flags (their files are read and checked, as upstream does at start).
     crate::features::log_feature_gate_warnings(&opts.feature_gates);
+    for warning in crate::accepted_flags::warnings(&opts) {
+        tracing::warn!("{warning}");
+    }
     crate::apis::podspec::set_allow_privileged(opts.allow_privileged);
     let kubelet = crate::kubelet_client::KubeletClientConfig::from_options(&opts)
         .map_err(StartError::Setup)?;
@@ -620,9 +623,9 @@ pub async fn run(
         crate::features::served_groups(&opts, crate::apis::builtin_groups()),
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
-    // Upstream's external host is the advertise address when one is given.
-    let external = SocketAddr::new(opts.advertise_address.unwrap_or(addr.ip()), addr.port());
-    install_issuer_discovery(&server.handler().non_api_mux, &service_accounts, external);
+    // Upstream's external host: --external-hostname, else the advertise address.
+    let external = crate::accepted_flags::external_address(&opts, addr);
+    install_issuer_discovery(&server.handler().non_api_mux, &service_accounts, &external);
     if let Some(services) = stores.get(&(String::new(), "services".to_string())) {
         let endpoints = stores
             .get(&(String::new(), "endpoints".to_string()))

@@ -788,7 +788,8 @@ async fn privileged_containers_are_refused_without_allow_privileged() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn unknown_and_locked_feature_gates_and_half_kubelet_client_flags_stop_the_start() {
+async fn unknown_and_locked_gates_half_kubelet_client_flags_and_unsafe_to_ignore_flags_stop_the_start()
+ {
     for (args, expected) in [
         (
             vec!["--feature-gates=NoSuchGate=true"],
@@ -801,6 +802,14 @@ async fn unknown_and_locked_feature_gates_and_half_kubelet_client_flags_stop_the
         (
             vec!["--kubelet-client-certificate=/nonexistent.crt"],
             "Error: --kubelet-client-certificate and --kubelet-client-key must be given together",
+        ),
+        (
+            vec!["--egress-selector-config-file=/etc/kubernetes/egress.yaml"],
+            "Error: --egress-selector-config-file is not supported by this server: its outgoing connections cannot go through the configured egress proxies",
+        ),
+        (
+            vec!["--emulated-version=1.33"],
+            "Error: --emulated-version=kube=1.33: this server emulates kube 1.35 only",
         ),
     ] {
         let out = common::run_to_exit(&args).await;

@@ -1,59 +1,36 @@
 //! `--feature-gates` and `--runtime-config` (upstream `component-base/featuregate` and
 //! `apiserver/pkg/server/options/api_enablement.go`), for the features and group versions this
 //! binary serves off by default: the `MutatingAdmissionPolicy` gate (beta in 1.35, off) and
-//! `admissionregistration.k8s.io/v1beta1` (a beta API, off).
+//! `admissionregistration.k8s.io/v1beta1` (a beta API, off). The gates themselves, all of
+//! 1.35's, are in [`crate::feature_gates`].
 
 use crate::apis::GroupDef;
+use crate::feature_gates::{FeatureGates, parse_go_bool as parse_bool};
 use crate::options::Options;
-
-/// The gates this binary knows, with their 1.35 defaults.
-const KNOWN_GATES: &[(&str, bool)] = &[("MutatingAdmissionPolicy", false)];
 
 /// Group versions served only when `--runtime-config` turns them on.
 const OFF_BY_DEFAULT: &[(&str, &str)] = &[("admissionregistration.k8s.io", "v1beta1")];
 
-fn parse_bool(value: &str) -> Option<bool> {
-    match value {
-        "1" | "t" | "T" | "true" | "TRUE" | "True" => Some(true),
-        "0" | "f" | "F" | "false" | "FALSE" | "False" => Some(false),
-        _ => None,
-    }
-}
-
-/// Whether gate `name` is on (its default unless `--feature-gates` says otherwise).
+/// Whether gate `name` is on (its 1.35 default unless `--feature-gates` says otherwise).
 pub fn enabled(opts: &Options, name: &str) -> bool {
-    let default = KNOWN_GATES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .is_some_and(|(_, d)| *d);
-    opts.feature_gates
-        .iter()
-        .filter_map(|kv| kv.split_once('='))
-        .filter(|(k, _)| k.trim() == name)
-        .filter_map(|(_, v)| parse_bool(v.trim()))
-        .next_back()
-        .unwrap_or(default)
+    FeatureGates::parse(&opts.feature_gates)
+        .map(|(gates, _)| gates.enabled(name))
+        .unwrap_or_else(|_| crate::feature_gates::lookup(name).is_some_and(|g| g.default))
 }
 
-/// Upstream's errors for `--feature-gates` (`missing bool value for X`, `invalid value of X=Y,
-/// err: …`); gates this binary does not know are logged and ignored.
+/// Upstream's errors for `--feature-gates` (unknown, malformed, locked, unmet dependencies).
 pub fn validate_feature_gates(list: &[String]) -> Vec<String> {
-    let mut errors = Vec::new();
-    for kv in list.iter().filter(|kv| !kv.trim().is_empty()) {
-        let Some((k, v)) = kv.split_once('=') else {
-            errors.push(format!("missing bool value for {}", kv.trim()));
-            continue;
-        };
-        let (k, v) = (k.trim(), v.trim());
-        if parse_bool(v).is_none() {
-            errors.push(format!(
-                "invalid value of {k}={v}, err: strconv.ParseBool: parsing {v:?}: invalid syntax"
-            ));
-        } else if !KNOWN_GATES.iter().any(|(n, _)| *n == k) {
-            tracing::warn!("feature gate {k} is not implemented by this server; ignored");
+    FeatureGates::parse(list).err().unwrap_or_default()
+}
+
+/// Logs the warnings upstream logs for `--feature-gates` (GA and deprecated gates set), and
+/// names the gates this server accepts without implementing them.
+pub fn log_feature_gate_warnings(list: &[String]) {
+    if let Ok((_, warnings)) = FeatureGates::parse(list) {
+        for warning in warnings {
+            tracing::warn!("{warning}");
         }
     }
-    errors
 }
 
 /// Upstream's errors for `--runtime-config` (`group/version[=true|false]`, `api/all`,
@@ -162,7 +139,10 @@ mod tests {
                 "invalid value of MutatingAdmissionPolicy=yes, err: strconv.ParseBool: parsing \"yes\": invalid syntax"
             ]
         );
-        assert!(validate_feature_gates(&["SomethingElse=true".into()]).is_empty());
+        assert_eq!(
+            validate_feature_gates(&["SomethingElse=true".into()]),
+            vec!["unrecognized feature gate: SomethingElse"]
+        );
         assert_eq!(
             validate_runtime_config(&["admissionregistration.k8s.io/v1beta1=maybe".into()]),
             vec!["invalid value admissionregistration.k8s.io/v1beta1=maybe"]

@@ -1,5 +1,6 @@
 //! `kube-apiserver`: a Kubernetes API server on the `apiserver` library.
 
+mod accepted_flags;
 mod admission;
 mod apis;
 mod auth;
@@ -7,10 +8,12 @@ mod bootstrap;
 mod bootstrappolicy;
 mod controllers;
 mod encryption;
+mod feature_gates;
 mod features;
 mod frontproxy;
 mod informers;
 mod install;
+mod kubelet_client;
 mod logging;
 mod openapi;
 mod options;

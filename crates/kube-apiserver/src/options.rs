@@ -501,6 +501,140 @@ pub struct Options {
     #[arg(long, help_heading = "Misc flags")]
     pub proxy_client_key_file: Option<PathBuf>,
 
+    // ----- Drop-in flag sets: what envtest and kubeadm pass that was missing -----
+    /// If true, allow privileged containers. [default=false]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Misc flags")]
+    pub allow_privileged: bool,
+    /// The IP address on which to advertise the apiserver to members of the cluster. This
+    /// address must be reachable by the rest of the cluster. If blank, the --bind-address will
+    /// be used. If --bind-address is unspecified, the host's default interface will be used.
+    #[arg(long, help_heading = "Generic flags")]
+    pub advertise_address: Option<IpAddr>,
+    /// If true, replace the max-in-flight handler with an enhanced one that queues and
+    /// dispatches with priority and fairness (accepted; this server always uses the
+    /// max-in-flight limits).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", action = ArgAction::Set, help_heading = "Features flags")]
+    pub enable_priority_and_fairness: bool,
+    /// Path to a client cert file for TLS (for kubelet connections).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_client_certificate: Option<PathBuf>,
+    /// Path to a client key file for TLS (for kubelet connections).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_client_key: Option<PathBuf>,
+    /// Path to a cert file for the certificate authority (of kubelet serving certificates).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_certificate_authority: Option<PathBuf>,
+    /// List of the preferred NodeAddressTypes to use for kubelet connections.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, default_value = "Hostname,InternalDNS,InternalIP,ExternalDNS,ExternalIP", help_heading = "Misc flags")]
+    pub kubelet_preferred_address_types: Vec<String>,
+    /// Timeout for kubelet operations.
+    #[arg(long, default_value = "5s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Misc flags")]
+    pub kubelet_timeout: GoDuration,
+    /// DEPRECATED: kubelet port (default 10250).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_port: Option<u32>,
+    /// DEPRECATED: kubelet read only port (default 10255).
+    #[arg(long, help_heading = "Misc flags")]
+    pub kubelet_read_only_port: Option<u32>,
+
+    // ----- Drop-in flag sets: upstream flags accepted without their feature (see
+    // accepted_flags.rs), or refused with a clear line where ignoring them is unsafe -----
+    /// The hostname to use when generating externalized URLs for this master (e.g. Swagger
+    /// API Docs or OpenID Discovery).
+    #[arg(long, help_heading = "Generic flags")]
+    pub external_hostname: Option<String>,
+    /// The versions different components emulate (major.minor, `[kube=]1.35`). This server
+    /// emulates kube 1.35 only.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Generic flags")]
+    pub emulated_version: Vec<String>,
+    /// The min version of control plane components the server should be compatible with
+    /// (`[kube=]1.32` … `1.35`, default 1.34).
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Generic flags")]
+    pub min_compatibility_version: Vec<String>,
+    /// Auto-enable future versions of beta+ APIs (only with an older emulation version).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Generic flags")]
+    pub emulation_forward_compatible: bool,
+    /// Install --runtime-config APIs newer than the emulation version (only with an older
+    /// emulation version).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Generic flags")]
+    pub runtime_config_emulation_forward_compatible: bool,
+    /// Enable block profiling, if profiling is enabled (accepted; no block profiles here).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Features flags")]
+    pub contention_profiling: bool,
+    /// The previous version for which you want to show hidden metrics (only the previous
+    /// minor version, 1.34, is allowed).
+    #[arg(long, help_heading = "Metrics flags")]
+    pub show_hidden_metrics_for_version: Option<String>,
+    /// Fully qualified metric names to disable (accepted; every metric is served).
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Metrics flags")]
+    pub disabled_metrics: Vec<String>,
+    /// The map from metric-label to value allow-list of this label (accepted; labels are
+    /// not filtered).
+    #[arg(long, action = ArgAction::Append, help_heading = "Metrics flags")]
+    pub allow_metric_labels: Vec<String>,
+    /// The path to the manifest file that contains the allow-list mapping (accepted).
+    #[arg(long, help_heading = "Metrics flags")]
+    pub allow_metric_labels_manifest: Option<PathBuf>,
+    /// Sets the log format. Permitted formats: "text".
+    #[arg(long, default_value = "text", help_heading = "Logs flags")]
+    pub logging_format: String,
+    /// Maximum number of seconds between log flushes (accepted; every line is written at
+    /// once).
+    #[arg(long, default_value = "5s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Logs flags")]
+    pub log_flush_frequency: GoDuration,
+    /// comma-separated list of pattern=N settings for file-filtered logging (accepted; Go
+    /// source file patterns match nothing here).
+    #[arg(long, help_heading = "Logs flags")]
+    pub vmodule: Option<String>,
+    /// File with apiserver tracing configuration (accepted; no traces are exported).
+    #[arg(long, help_heading = "Traces flags")]
+    pub tracing_config_file: Option<PathBuf>,
+    /// File with apiserver egress selector configuration (refused: not supported).
+    #[arg(long, help_heading = "Egress selector flags")]
+    pub egress_selector_config_file: Option<PathBuf>,
+    /// File with authorization policy for --authorization-mode=ABAC (refused: no ABAC).
+    #[arg(long, help_heading = "Authorization flags")]
+    pub authorization_policy_file: Option<PathBuf>,
+    /// Path to socket where an external JWT signer is listening (refused: not supported).
+    #[arg(long, help_heading = "Misc flags")]
+    pub service_account_signing_endpoint: Option<PathBuf>,
+    /// Amount of time to retain events (accepted; events are kept until deleted).
+    #[arg(long, default_value = "1h0m0s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Misc flags")]
+    pub event_ttl: GoDuration,
+    /// DEPRECATED: If true, install a /logs handler for the apiserver logs.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, help_heading = "Misc flags")]
+    pub enable_logs_handler: Option<bool>,
+    /// If non-zero, throttle each user connection to this number of bytes/sec (accepted;
+    /// no throttling here).
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        help_heading = "Misc flags"
+    )]
+    pub max_connection_bytes_per_sec: i64,
+    /// A port range to reserve for services with NodePort visibility, `N1-N2`.
+    #[arg(long, default_value = "30000-32767", help_heading = "Misc flags")]
+    pub service_node_port_range: String,
+    /// The duration of the lease used for Coordinated Leader Election.
+    #[arg(long, default_value = "15s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Misc flags")]
+    pub coordinated_leadership_lease_duration: GoDuration,
+    /// The deadline for renewing a coordinated leader election lease.
+    #[arg(long, default_value = "10s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Misc flags")]
+    pub coordinated_leadership_renew_deadline: GoDuration,
+    /// The period for retrying to renew a coordinated leader election lease.
+    #[arg(long, default_value = "2s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Misc flags")]
+    pub coordinated_leadership_retry_period: GoDuration,
+    /// CA bundle verifying peer kube-apiservers (UnknownVersionInteroperabilityProxy).
+    #[arg(long, help_heading = "Misc flags")]
+    pub peer_ca_file: Option<PathBuf>,
+    /// IP peers proxy to (UnknownVersionInteroperabilityProxy).
+    #[arg(long, help_heading = "Misc flags")]
+    pub peer_advertise_ip: Option<String>,
+    /// Port peers proxy to (UnknownVersionInteroperabilityProxy).
+    #[arg(long, help_heading = "Misc flags")]
+    pub peer_advertise_port: Option<String>,
+
     // ----- Global flags -----
     /// --version, --version=raw prints version information and quits.
     #[arg(
@@ -706,6 +840,13 @@ impl Options {
         if self.proxy_client_cert_file.is_some() != self.proxy_client_key_file.is_some() {
             errors.push(
                 "--proxy-client-cert-file and --proxy-client-key-file must be given together"
+                    .into(),
+            );
+        }
+        errors.extend(crate::accepted_flags::validate(self));
+        if self.kubelet_client_certificate.is_some() != self.kubelet_client_key.is_some() {
+            errors.push(
+                "--kubelet-client-certificate and --kubelet-client-key must be given together"
                     .into(),
             );
         }

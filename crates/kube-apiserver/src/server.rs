@@ -400,9 +400,9 @@ fn service_accounts(opts: &Options) -> Result<ServiceAccountConfig, StartError> 
 fn install_issuer_discovery(
     mux: &apiserver::server::mux::PathRecorderMux,
     sa: &ServiceAccountConfig,
-    addr: SocketAddr,
+    external_address: &str,
 ) {
-    let jwks_uri = openid::jwks_uri(sa.jwks_uri.as_deref(), &openid::external_address(addr));
+    let jwks_uri = openid::jwks_uri(sa.jwks_uri.as_deref(), external_address);
     match openid::render(sa.issuer(), &jwks_uri, &sa.public_keys) {
         Ok(metadata) => openid::install(mux, metadata),
         Err(err) => tracing::info!(
@@ -417,6 +417,25 @@ pub async fn run(
     verbosity: FlagSetter,
     stop: CancellationToken,
 ) -> Result<(), StartError> {
+    // Drop-in flag sets (envtest, kubeadm): feature gate warnings, --allow-privileged, the
+    // kubelet client flags (their files are read and checked, as upstream does at start).
+    crate::features::log_feature_gate_warnings(&opts.feature_gates);
+    for warning in crate::accepted_flags::warnings(&opts) {
+        tracing::warn!("{warning}");
+    }
+    crate::apis::podspec::set_allow_privileged(opts.allow_privileged);
+    let kubelet = crate::kubelet_client::KubeletClientConfig::from_options(&opts)
+        .map_err(StartError::Setup)?;
+    if kubelet.has_tls_files() {
+        tracing::info!(
+            "kubelet client certificates loaded; this server proxies no requests to kubelets"
+        );
+    }
+    if opts.enable_priority_and_fairness {
+        tracing::debug!(
+            "--enable-priority-and-fairness: no APF here; --max-requests-inflight and --max-mutating-requests-inflight apply"
+        );
+    }
     // Encryption at rest before anything touches storage: a bad configuration stops here.
     let apiserver_id = format!("apiserver-{}", uuid::Uuid::new_v4());
     let encryption = Arc::new(
@@ -620,7 +639,9 @@ pub async fn run(
         crate::features::served_groups(&opts, crate::apis::builtin_groups()),
     )
     .map_err(|e| StartError::Setup(format!("installing the built-in APIs: {e}")))?;
-    install_issuer_discovery(&server.handler().non_api_mux, &service_accounts, addr);
+    // Upstream's external host: --external-hostname, else the advertise address.
+    let external = crate::accepted_flags::external_address(&opts, addr);
+    install_issuer_discovery(&server.handler().non_api_mux, &service_accounts, &external);
     if let Some(services) = stores.get(&(String::new(), "services".to_string())) {
         let endpoints = stores
             .get(&(String::new(), "endpoints".to_string()))

@@ -27,8 +27,12 @@ struct Cluster {
 
 impl Cluster {
     async fn start(args: &[&str]) -> Cluster {
+        // Privileged pods pass validation only with --allow-privileged (upstream's default
+        // is false); these tests are about what PodSecurity says of them.
+        let mut args = args.to_vec();
+        args.push("--allow-privileged=true");
         Cluster {
-            server: ApiServer::start(args).await,
+            server: ApiServer::start(&args).await,
             home: tempfile::tempdir().unwrap(),
         }
     }

@@ -3,6 +3,7 @@
 //! rely on).
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use apiserver::registry::FieldError;
 use serde_json::{Value, json};
@@ -130,6 +131,11 @@ pub fn validate_pod_spec(
             }
         }
     }
+    errs.extend(validate_privileged(
+        spec,
+        path,
+        ALLOW_PRIVILEGED.load(Ordering::Relaxed),
+    ));
     if let Some(policy) = str_at(spec, "restartPolicy")
         && !restart_policies.contains(&policy)
     {
@@ -154,6 +160,34 @@ pub fn validate_pod_spec(
     errs
 }
 
+/// `--allow-privileged` (upstream's process-wide `capabilities`, set once at start-up).
+static ALLOW_PRIVILEGED: AtomicBool = AtomicBool::new(false);
+
+/// Sets what `--allow-privileged` says (upstream `capabilities.Setup`).
+pub fn set_allow_privileged(allow: bool) {
+    ALLOW_PRIVILEGED.store(allow, Ordering::Relaxed);
+}
+
+/// Upstream `ValidateSecurityContext`'s policy check: a container asking for
+/// `securityContext.privileged: true` is forbidden unless `--allow-privileged`.
+fn validate_privileged(spec: &Value, path: &str, allow: bool) -> Vec<FieldError> {
+    if allow {
+        return Vec::new();
+    }
+    let mut errs = Vec::new();
+    for list in ["initContainers", "containers", "ephemeralContainers"] {
+        for (i, container) in array_at(spec, list).iter().enumerate() {
+            if get(container, "securityContext.privileged").and_then(Value::as_bool) == Some(true) {
+                errs.push(FieldError::forbidden(
+                    &format!("{path}.{list}[{i}].securityContext.privileged"),
+                    "disallowed by cluster policy",
+                ));
+            }
+        }
+    }
+    errs
+}
+
 /// Validates the template at `path` of a workload: its labels and pod spec.
 pub fn validate_template(obj: &Value, path: &str, restart_policies: &[&str]) -> Vec<FieldError> {
     let mut errs = validate_labels(
@@ -172,6 +206,26 @@ pub fn validate_template(obj: &Value, path: &str, restart_policies: &[&str]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn privileged_containers_need_allow_privileged() {
+        let spec = json!({
+            "containers": [{"name": "a", "image": "x"},
+                           {"name": "b", "image": "x", "securityContext": {"privileged": true}}],
+            "initContainers": [{"name": "i", "image": "x", "securityContext": {"privileged": false}}],
+            "ephemeralContainers": [{"name": "e", "image": "x", "securityContext": {"privileged": true}}],
+        });
+        let errs = validate_privileged(&spec, "spec", false);
+        let fields: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(
+            fields,
+            [
+                "spec.containers[1].securityContext.privileged: Forbidden: disallowed by cluster policy",
+                "spec.ephemeralContainers[0].securityContext.privileged: Forbidden: disallowed by cluster policy",
+            ]
+        );
+        assert!(validate_privileged(&spec, "spec", true).is_empty());
+    }
 
     #[test]
     fn pull_policy_defaults() {

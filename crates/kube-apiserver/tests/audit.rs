@@ -476,7 +476,7 @@ async fn blocking_strict_refuses_requests_whose_event_cannot_be_written_and_bloc
     assert!(metric(&admin, "apiserver_audit_error_total{plugin=\"log\"}").await >= 1.0);
     blocking
         .stderr
-        .wait_for("Error in audit plugin 'log' affecting 1 audit events: No space left on device")
+        .wait_for("Error in audit plugin 'log' affecting 1 audit events: write /dev/full: no space left on device")
         .await;
 }
 

@@ -599,8 +599,10 @@ mod tests {
 
     #[test]
     fn validation_follows_upstream() {
-        let mut options = AuditOptions::default();
-        options.log_format = "yaml".into();
+        let mut options = AuditOptions {
+            log_format: "yaml".into(),
+            ..Default::default()
+        };
         options.webhook_batch.mode = "nope".into();
         assert!(
             options.validation_errors().is_empty(),

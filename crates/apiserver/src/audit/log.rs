@@ -54,6 +54,7 @@ enum Sink {
 /// Writes events as JSON lines.
 #[derive(Debug)]
 pub struct LogBackend {
+    path: String,
     format: LogFormat,
     sink: Mutex<Sink>,
 }
@@ -77,6 +78,7 @@ impl LogBackend {
             Sink::File(file)
         };
         Ok(LogBackend {
+            path: path.to_string(),
             format,
             sink: Mutex::new(sink),
         })
@@ -117,12 +119,32 @@ impl LogBackend {
     }
 }
 
+/// A failed write as Go's `*os.PathError` prints it (`write /var/log/audit.log: no space
+/// left on device`).
+fn go_write_error(path: &str, err: &std::io::Error) -> String {
+    let path = if path == "-" { "/dev/stdout" } else { path };
+    let text = err.to_string();
+    let text = match err.raw_os_error() {
+        Some(code) => text
+            .strip_suffix(&format!(" (os error {code})"))
+            .unwrap_or(&text)
+            .to_string(),
+        None => return text,
+    };
+    let mut chars = text.chars();
+    let lowered: String = match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
+    };
+    format!("write {path}: {lowered}")
+}
+
 impl Backend for LogBackend {
     fn process_events(&self, events: &[Event]) -> bool {
         match self.write_events(events) {
             Ok(()) => true,
             Err(e) => {
-                handle_plugin_error(PLUGIN_NAME, &e, events);
+                handle_plugin_error(PLUGIN_NAME, &go_write_error(&self.path, &e), events);
                 false
             }
         }
@@ -219,6 +241,19 @@ mod tests {
             want[1].contains(" AUDIT: id=\"id-2\" stage=\"ResponseComplete\""),
             "{}",
             want[1]
+        );
+    }
+
+    #[test]
+    fn write_errors_read_like_go() {
+        let full = std::io::Error::from_raw_os_error(28);
+        assert_eq!(
+            go_write_error("/dev/full", &full),
+            "write /dev/full: no space left on device"
+        );
+        assert_eq!(
+            go_write_error("-", &std::io::Error::from_raw_os_error(32)),
+            "write /dev/stdout: broken pipe"
         );
     }
 

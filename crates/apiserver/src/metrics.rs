@@ -391,6 +391,7 @@ impl ApiserverMetrics {
         crate::server::authconfig_metrics::register(&registry)?;
         crate::authn::jwt::metrics::register(&registry)?;
         crate::authn::tokencache::register(&registry)?;
+        crate::audit::metrics::register(&registry)?;
         sli_registry.register(Box::new(healthcheck.clone()))?;
         sli_registry.register(Box::new(healthchecks_total.clone()))?;
         Ok(ApiserverMetrics {

@@ -264,6 +264,157 @@ pub struct Options {
     /// Path to the file that defines the audit policy configuration.
     #[arg(long, help_heading = "Auditing flags")]
     pub audit_policy_file: Option<PathBuf>,
+    /// Format of saved audits: "legacy" (1-line text per event) or "json".
+    #[arg(long, default_value = "json", help_heading = "Auditing flags")]
+    pub audit_log_format: String,
+    /// If set, the rotated log files will be compressed using gzip.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, default_value = "false", help_heading = "Auditing flags")]
+    pub audit_log_compress: bool,
+    /// API group and version used for serializing audit events written to log.
+    #[arg(
+        long,
+        default_value = "audit.k8s.io/v1",
+        help_heading = "Auditing flags"
+    )]
+    pub audit_log_version: String,
+    /// Strategy for sending audit events to the log: blocking, blocking-strict or batch.
+    #[arg(long, default_value = "blocking", help_heading = "Auditing flags")]
+    pub audit_log_mode: String,
+    /// The size of the buffer to store events before batching and writing (batch mode).
+    #[arg(
+        long,
+        default_value_t = 10000,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_log_batch_buffer_size: i64,
+    /// The maximum size of a batch (batch mode).
+    #[arg(
+        long,
+        default_value_t = 1,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_log_batch_max_size: i64,
+    /// The amount of time to wait before force writing a batch that hadn't reached the max size.
+    #[arg(long, default_value = "0s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Auditing flags")]
+    pub audit_log_batch_max_wait: GoDuration,
+    /// Whether batching throttling is enabled (batch mode).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, default_value = "false", help_heading = "Auditing flags")]
+    pub audit_log_batch_throttle_enable: bool,
+    /// Maximum average number of batches per second (batch mode).
+    #[arg(
+        long,
+        default_value_t = 0.0,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_log_batch_throttle_qps: f32,
+    /// Maximum number of requests sent at the same moment if ThrottleQPS was not utilized before.
+    #[arg(
+        long,
+        default_value_t = 0,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_log_batch_throttle_burst: i64,
+    /// Whether event and batch truncating is enabled.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, default_value = "false", help_heading = "Auditing flags")]
+    pub audit_log_truncate_enabled: bool,
+    /// Maximum size of the batch sent to the underlying backend; larger batches are split.
+    #[arg(
+        long,
+        default_value_t = 10485760,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_log_truncate_max_batch_size: i64,
+    /// Maximum size of the audit event sent to the underlying backend; larger events lose
+    /// their request and response, or are discarded.
+    #[arg(
+        long,
+        default_value_t = 102400,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_log_truncate_max_event_size: i64,
+    /// Path to a kubeconfig formatted file that defines the audit webhook configuration.
+    #[arg(long, help_heading = "Auditing flags")]
+    pub audit_webhook_config_file: Option<PathBuf>,
+    /// The amount of time to wait before retrying the first failed request.
+    #[arg(long, default_value = "10s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Auditing flags")]
+    pub audit_webhook_initial_backoff: GoDuration,
+    /// DEPRECATED: use --audit-webhook-initial-backoff instead.
+    #[arg(long, value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Auditing flags")]
+    pub audit_webhook_batch_initial_backoff: Option<GoDuration>,
+    /// Strategy for sending audit events to the webhook: batch, blocking or blocking-strict.
+    #[arg(long, default_value = "batch", help_heading = "Auditing flags")]
+    pub audit_webhook_mode: String,
+    /// The size of the buffer to store events before batching and writing (batch mode).
+    #[arg(
+        long,
+        default_value_t = 10000,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_webhook_batch_buffer_size: i64,
+    /// The maximum size of a batch (batch mode).
+    #[arg(
+        long,
+        default_value_t = 400,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_webhook_batch_max_size: i64,
+    /// The amount of time to wait before force writing a batch that hadn't reached the max size.
+    #[arg(long, default_value = "30s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Auditing flags")]
+    pub audit_webhook_batch_max_wait: GoDuration,
+    /// Whether batching throttling is enabled (batch mode).
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, default_value = "true", help_heading = "Auditing flags")]
+    pub audit_webhook_batch_throttle_enable: bool,
+    /// Maximum average number of batches per second (batch mode).
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_webhook_batch_throttle_qps: f32,
+    /// Maximum number of requests sent at the same moment if ThrottleQPS was not utilized before.
+    #[arg(
+        long,
+        default_value_t = 15,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_webhook_batch_throttle_burst: i64,
+    /// Whether event and batch truncating is enabled.
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", action = ArgAction::Set, default_value = "false", help_heading = "Auditing flags")]
+    pub audit_webhook_truncate_enabled: bool,
+    /// Maximum size of the batch sent to the underlying backend; larger batches are split.
+    #[arg(
+        long,
+        default_value_t = 10485760,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_webhook_truncate_max_batch_size: i64,
+    /// Maximum size of the audit event sent to the underlying backend; larger events lose
+    /// their request and response, or are discarded.
+    #[arg(
+        long,
+        default_value_t = 102400,
+        allow_negative_numbers = true,
+        help_heading = "Auditing flags"
+    )]
+    pub audit_webhook_truncate_max_event_size: i64,
+    /// API group and version used for serializing audit events written to webhook.
+    #[arg(
+        long,
+        default_value = "audit.k8s.io/v1",
+        help_heading = "Auditing flags"
+    )]
+    pub audit_webhook_version: String,
 
     // ----- Authentication flags -----
     /// Enables anonymous requests to the secure port.
@@ -679,6 +830,56 @@ impl Options {
         }
     }
 
+    /// The `--audit-*` flags as the library's options.
+    pub fn audit_options(&self) -> apiserver::audit::AuditOptions {
+        use apiserver::audit::{AuditOptions, BatchOptions, TruncateOptions};
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        AuditOptions {
+            policy_file: path(&self.audit_policy_file),
+            log_path: self.audit_log_path.clone(),
+            log_max_age: self.audit_log_maxage,
+            log_max_backups: self.audit_log_maxbackup,
+            log_max_size: self.audit_log_maxsize,
+            log_format: self.audit_log_format.clone(),
+            log_compress: self.audit_log_compress,
+            log_version: self.audit_log_version.clone(),
+            log_batch: BatchOptions {
+                mode: self.audit_log_mode.clone(),
+                buffer_size: self.audit_log_batch_buffer_size,
+                max_batch_size: self.audit_log_batch_max_size,
+                max_batch_wait: self.audit_log_batch_max_wait.get(),
+                throttle_enable: self.audit_log_batch_throttle_enable,
+                throttle_qps: self.audit_log_batch_throttle_qps,
+                throttle_burst: self.audit_log_batch_throttle_burst,
+            },
+            log_truncate: TruncateOptions {
+                enabled: self.audit_log_truncate_enabled,
+                max_batch_size: self.audit_log_truncate_max_batch_size,
+                max_event_size: self.audit_log_truncate_max_event_size,
+            },
+            webhook_config_file: path(&self.audit_webhook_config_file),
+            webhook_initial_backoff: self
+                .audit_webhook_batch_initial_backoff
+                .unwrap_or(self.audit_webhook_initial_backoff)
+                .get(),
+            webhook_batch: BatchOptions {
+                mode: self.audit_webhook_mode.clone(),
+                buffer_size: self.audit_webhook_batch_buffer_size,
+                max_batch_size: self.audit_webhook_batch_max_size,
+                max_batch_wait: self.audit_webhook_batch_max_wait.get(),
+                throttle_enable: self.audit_webhook_batch_throttle_enable,
+                throttle_qps: self.audit_webhook_batch_throttle_qps,
+                throttle_burst: self.audit_webhook_batch_throttle_burst,
+            },
+            webhook_truncate: TruncateOptions {
+                enabled: self.audit_webhook_truncate_enabled,
+                max_batch_size: self.audit_webhook_truncate_max_batch_size,
+                max_event_size: self.audit_webhook_truncate_max_event_size,
+            },
+            webhook_version: self.audit_webhook_version.clone(),
+        }
+    }
+
     /// Upstream's validation rules; every problem found, in flag order.
     pub fn validate(&self) -> Vec<String> {
         let mut errors = Vec::new();
@@ -722,18 +923,7 @@ impl Options {
             self.http2_max_streams_per_connection,
             "--http2-max-streams-per-connection can not be negative value",
         );
-        non_negative(
-            self.audit_log_maxage,
-            "--audit-log-maxage can not be negative value",
-        );
-        non_negative(
-            self.audit_log_maxbackup,
-            "--audit-log-maxbackup can not be negative value",
-        );
-        non_negative(
-            self.audit_log_maxsize,
-            "--audit-log-maxsize can not be negative value",
-        );
+        errors.extend(self.audit_options().validation_errors());
         if self.request_timeout.negative {
             errors.push("--request-timeout can not be negative value".into());
         }
@@ -1127,6 +1317,36 @@ mod tests {
             vec!["foo.com", "*.bar.com"]
         );
         assert!(o.validate().is_empty(), "{:?}", o.validate());
+    }
+
+    #[test]
+    fn audit_flags_have_upstreams_defaults_and_validation() {
+        let defaults = parse(&[]).unwrap().audit_options();
+        assert_eq!(defaults, apiserver::audit::AuditOptions::default());
+        let o = parse(&[
+            "--audit-log-path=-",
+            "--audit-log-mode=batch",
+            "--audit-log-batch-max-size=0",
+            "--audit-log-format=xml",
+            "--audit-log-maxage=-1",
+            "--audit-webhook-config-file=hook.kubeconfig",
+            "--audit-webhook-batch-initial-backoff=2s",
+            "--audit-webhook-truncate-max-event-size=0",
+        ])
+        .unwrap();
+        assert_eq!(
+            o.audit_options().webhook_initial_backoff,
+            Duration::from_secs(2)
+        );
+        assert_eq!(
+            o.validate(),
+            [
+                "invalid audit batch log max batch size 0, must be a positive number",
+                r#"invalid audit log format xml, allowed formats are "legacy,json""#,
+                "--audit-log-maxage -1 can't be a negative number",
+                "invalid audit truncate webhook max event size 0, must be a positive number",
+            ]
+        );
     }
 
     #[test]

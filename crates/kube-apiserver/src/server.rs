@@ -6,7 +6,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use apiserver::audit::{AuditOptions, Auditor};
+use apiserver::audit::Auditor;
 use apiserver::authn::requestheader::{RequestHeaderConfig, RequestHeaderNames};
 use apiserver::authn::{AuthenticatorOptions, StaticClientCa, build_authenticator};
 use apiserver::authz::AuthorizationMode;
@@ -553,17 +553,12 @@ pub async fn run(
         token_authenticators: Vec::new(),
         token_success_cache_ttl: apiserver::authn::tokencache::DEFAULT_SUCCESS_TTL,
     };
-    config.auditor = Auditor::from_options(&AuditOptions {
-        policy_file: opts
-            .audit_policy_file
-            .as_ref()
-            .map(|p| p.display().to_string()),
-        log_path: opts.audit_log_path.clone(),
-        log_max_age: opts.audit_log_maxage,
-        log_max_backups: opts.audit_log_maxbackup,
-        log_max_size: opts.audit_log_maxsize,
-    })
-    .map_err(setup("audit"))?;
+    if opts.audit_webhook_batch_initial_backoff.is_some() {
+        tracing::warn!(
+            "Flag --audit-webhook-batch-initial-backoff has been deprecated, Deprecated, use --audit-webhook-initial-backoff instead."
+        );
+    }
+    config.auditor = Auditor::from_options(&opts.audit_options()).map_err(setup("audit"))?;
     config.api_audiences = service_accounts.api_audiences.clone();
     config.cors_allowed_origins = opts.cors_allowed_origins.clone();
     config.hsts_directives = opts.strict_transport_security_directives.clone();

@@ -68,6 +68,10 @@ pub struct Event {
     /// Annotations added by filters and handlers.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+    /// The received time at full precision (the legacy log format prints nanoseconds);
+    /// not part of the encoded event.
+    #[serde(skip)]
+    pub received_at: Option<SystemTime>,
 }
 
 /// `authentication/v1` `UserInfo` as it appears in an event.
@@ -197,6 +201,7 @@ impl Event {
         audit_id: &str,
         received: SystemTime,
     ) -> Event {
+        let received_at = received;
         let received = micro_time(received);
         let object_ref = attrs.resource_request.then(|| ObjectReference {
             resource: attrs.resource.clone(),
@@ -241,6 +246,7 @@ impl Event {
             request_received_timestamp: received.clone(),
             stage_timestamp: received,
             annotations: BTreeMap::new(),
+            received_at: Some(received_at),
         }
     }
 

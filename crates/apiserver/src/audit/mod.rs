@@ -2,7 +2,10 @@
 //!
 //! * [`policy`]: the `audit.k8s.io` `Policy` file and the rule evaluator;
 //! * [`event`]: the `audit.k8s.io/v1` `Event` written by backends;
-//! * [`backend`], [`log`], [`rotate`], [`buffered`]: where events go;
+//! * [`backend`], [`log`] (with [`rotate`] and [`format`]), [`webhook`]: where events go;
+//! * [`mode`], [`buffered`], [`truncate`]: how they get there (`--audit-*-mode`, batching,
+//!   truncation, several backends at once);
+//! * [`metrics`]: upstream's `apiserver_audit_*` metrics;
 //! * [`auditor`]: the evaluator and backend bundled for the filters, built from the
 //!   `--audit-*` flags.
 
@@ -15,12 +18,17 @@ pub mod auditor;
 pub mod backend;
 pub mod buffered;
 pub mod event;
+pub mod format;
 pub mod level;
 pub mod log;
+pub mod metrics;
+pub mod mode;
 pub mod policy;
 pub mod rotate;
+pub mod truncate;
+pub mod webhook;
 
-pub use auditor::{AuditOptions, Auditor};
+pub use auditor::{AuditOptions, Auditor, BatchOptions, TruncateOptions};
 pub use backend::Backend;
 pub use event::Event;
 pub use level::{Level, Stage};

@@ -1,11 +1,14 @@
 //! A size-rotated log file with lumberjack's semantics (the writer upstream uses for
 //! `--audit-log-path`): when a write would grow the file past the maximum size the file is
 //! renamed to `<name>-<UTC time>.<ext>` and a new one is started; after each rotation, backups
-//! beyond the maximum count or older than the maximum age are deleted.
+//! beyond the maximum count or older than the maximum age are deleted, and with `compress`
+//! (`--audit-log-compress`) the remaining ones are gzipped to `<backup>.gz` (same mode, the
+//! original removed) on a background thread, as lumberjack's mill goroutine does.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::time::{Duration, SystemTime};
 
 /// lumberjack's default maximum size (100 MB) when none is configured.
@@ -13,6 +16,9 @@ pub const DEFAULT_MAX_SIZE_MB: u64 = 100;
 
 /// The time layout lumberjack puts in backup names (`2006-01-02T15-04-05.000`).
 const BACKUP_TIME_FORMAT: &str = "%Y-%m-%dT%H-%M-%S%.3f";
+
+/// The suffix of compressed backups.
+const COMPRESS_SUFFIX: &str = ".gz";
 
 /// Rotation limits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -23,16 +29,24 @@ pub struct RotationConfig {
     pub max_backups: usize,
     /// Backups older than this many days are deleted; 0 keeps them regardless of age.
     pub max_age_days: u64,
+    /// Gzip backups.
+    pub compress: bool,
 }
 
 impl RotationConfig {
-    /// Limits from the `--audit-log-maxsize` (MB), `--audit-log-maxbackup` and
-    /// `--audit-log-maxage` (days) flags.
-    pub fn from_flags(max_size_mb: u64, max_backups: usize, max_age_days: u64) -> Self {
+    /// Limits from the `--audit-log-maxsize` (MB), `--audit-log-maxbackup`,
+    /// `--audit-log-maxage` (days) and `--audit-log-compress` flags.
+    pub fn from_flags(
+        max_size_mb: u64,
+        max_backups: usize,
+        max_age_days: u64,
+        compress: bool,
+    ) -> Self {
         RotationConfig {
             max_size_bytes: max_size_mb * 1024 * 1024,
             max_backups,
             max_age_days,
+            compress,
         }
     }
 
@@ -53,6 +67,8 @@ pub struct RotatingFile {
     config: RotationConfig,
     file: Option<File>,
     size: u64,
+    /// Wakes the compressing thread (started on first need).
+    compressor: Option<SyncSender<()>>,
 }
 
 impl RotatingFile {
@@ -64,6 +80,7 @@ impl RotatingFile {
             config,
             file: None,
             size: 0,
+            compressor: None,
         }
     }
 
@@ -78,7 +95,7 @@ impl RotatingFile {
     }
 
     fn open_existing_or_new(&mut self, write_len: u64) -> io::Result<()> {
-        self.prune_backups();
+        self.mill();
         match std::fs::metadata(&self.path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return self.open_new(),
             Err(e) => return Err(e),
@@ -124,8 +141,54 @@ impl RotatingFile {
     fn rotate(&mut self) -> io::Result<()> {
         self.file = None;
         self.open_new()?;
-        self.prune_backups();
+        self.mill();
         Ok(())
+    }
+
+    /// Prunes backups now and, with compression on, has the compressing thread gzip the
+    /// remaining plain ones (lumberjack's `mill`).
+    fn mill(&mut self) {
+        self.prune_backups();
+        if !self.config.compress {
+            return;
+        }
+        if self.compressor.is_none() {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+            let file = RotatingFile::new(self.path.clone(), self.config);
+            let spawned = std::thread::Builder::new()
+                .name("audit-log-compress".into())
+                .spawn(move || {
+                    while rx.recv().is_ok() {
+                        file.compress_backups();
+                    }
+                });
+            match spawned {
+                Ok(_) => self.compressor = Some(tx),
+                Err(e) => {
+                    tracing::error!("failed to start compressing audit log backups: {e}");
+                    return;
+                }
+            }
+        }
+        if let Some(tx) = &self.compressor
+            && let Err(TrySendError::Disconnected(_)) = tx.try_send(())
+        {
+            self.compressor = None;
+        }
+    }
+
+    /// Gzips every plain backup to `<backup>.gz` with the backup's mode, then removes it.
+    fn compress_backups(&self) {
+        for backup in self.backups() {
+            for path in backup.paths {
+                if path.extension().is_some_and(|e| e == "gz") {
+                    continue;
+                }
+                if let Err(e) = compress_file(&path) {
+                    tracing::error!("failed to compress audit log {}: {e}", path.display());
+                }
+            }
+        }
     }
 
     /// The file name split into the prefix before the timestamp and the extension.
@@ -163,8 +226,9 @@ impl RotatingFile {
         }
     }
 
-    /// The backups in the directory, newest first, with their timestamps.
-    pub fn backups(&self) -> Vec<(PathBuf, SystemTime)> {
+    /// The backups in the directory, newest first; a backup being compressed has both its
+    /// plain and its `.gz` file.
+    pub fn backups(&self) -> Vec<Backup> {
         let (prefix, ext) = self.prefix_and_ext();
         let dir = match self.path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -173,16 +237,25 @@ impl RotatingFile {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             return Vec::new();
         };
-        let mut backups: Vec<(PathBuf, SystemTime)> = entries
-            .filter_map(Result::ok)
-            .filter_map(|entry| {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let stamp = name.strip_prefix(&prefix)?.strip_suffix(&ext)?;
-                let time = parse_backup_time(stamp)?;
-                Some((entry.path(), time))
-            })
-            .collect();
-        backups.sort_by_key(|b| std::cmp::Reverse(b.1));
+        let mut backups: Vec<Backup> = Vec::new();
+        for entry in entries.filter_map(Result::ok) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(rest) = name.strip_prefix(&prefix) else {
+                continue;
+            };
+            let rest = rest.strip_suffix(COMPRESS_SUFFIX).unwrap_or(rest);
+            let Some(time) = rest.strip_suffix(&ext).and_then(parse_backup_time) else {
+                continue;
+            };
+            match backups.iter_mut().find(|b| b.time == time) {
+                Some(backup) => backup.paths.push(entry.path()),
+                None => backups.push(Backup {
+                    paths: vec![entry.path()],
+                    time,
+                }),
+            }
+        }
+        backups.sort_by_key(|b| std::cmp::Reverse(b.time));
         backups
     }
 
@@ -198,13 +271,53 @@ impl RotatingFile {
         if self.config.max_age_days > 0 {
             let max_age = Duration::from_secs(self.config.max_age_days * 24 * 60 * 60);
             if let Some(cutoff) = SystemTime::now().checked_sub(max_age) {
-                remove.extend(backups.into_iter().filter(|(_, t)| *t < cutoff));
+                remove.extend(backups.into_iter().filter(|b| b.time < cutoff));
             }
         }
-        for (path, _) in remove {
-            if let Err(e) = std::fs::remove_file(&path) {
+        for path in remove.into_iter().flat_map(|b| b.paths) {
+            if let Err(e) = std::fs::remove_file(&path)
+                && e.kind() != io::ErrorKind::NotFound
+            {
                 tracing::warn!("failed to remove old audit log {}: {e}", path.display());
             }
+        }
+    }
+}
+
+/// One rotated-away log file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Backup {
+    /// Its file, or its plain and `.gz` files while it is being compressed.
+    pub paths: Vec<PathBuf>,
+    /// The time in its name.
+    pub time: SystemTime,
+}
+
+/// Gzips `path` to `path.gz` with the same mode and removes `path`; a half-written `.gz` is
+/// removed on failure.
+fn compress_file(path: &Path) -> io::Result<()> {
+    let mut gz_name = path.as_os_str().to_os_string();
+    gz_name.push(COMPRESS_SUFFIX);
+    let gz_path = PathBuf::from(gz_name);
+    let result = (|| {
+        let mut source = File::open(path)?;
+        let mut options = OpenOptions::new();
+        options.create(true).write(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+            options.mode(source.metadata()?.permissions().mode() & 0o7777);
+        }
+        let target = options.open(&gz_path)?;
+        let mut encoder = flate2::write::GzEncoder::new(target, flate2::Compression::default());
+        io::copy(&mut source, &mut encoder)?;
+        encoder.finish()?.sync_all()
+    })();
+    match result {
+        Ok(()) => std::fs::remove_file(path),
+        Err(e) => {
+            let _ = std::fs::remove_file(&gz_path);
+            Err(e)
         }
     }
 }
@@ -275,7 +388,7 @@ mod tests {
         let config = RotationConfig {
             max_size_bytes: 100,
             max_backups: 2,
-            max_age_days: 0,
+            ..Default::default()
         };
         let mut f = RotatingFile::new(&path, config);
         f.open().unwrap();
@@ -287,8 +400,11 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), line.repeat(2));
         let backups = f.backups();
         assert_eq!(backups.len(), 2, "{backups:?}");
-        for (backup, _) in &backups {
-            assert_eq!(std::fs::read_to_string(backup).unwrap(), line.repeat(2));
+        for backup in &backups {
+            assert_eq!(
+                std::fs::read_to_string(&backup.paths[0]).unwrap(),
+                line.repeat(2)
+            );
         }
         assert!(f.write(&[b'y'; 101]).is_err());
     }
@@ -306,13 +422,66 @@ mod tests {
             &path,
             RotationConfig {
                 max_size_bytes: 1024,
-                max_backups: 0,
                 max_age_days: 1,
+                ..Default::default()
             },
         );
         f.write_all(b"new\n").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "old\nnew\n");
         assert!(!stale.exists());
         assert!(unrelated.exists());
+    }
+
+    #[test]
+    fn compressed_backups_are_gzipped_pruned_and_keep_their_mode() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.log");
+        let config = RotationConfig {
+            max_size_bytes: 100,
+            max_backups: 2,
+            compress: true,
+            ..Default::default()
+        };
+        let mut f = RotatingFile::new(&path, config);
+        f.open().unwrap();
+        let line = format!("{}\n", "z".repeat(39));
+        for _ in 0..8 {
+            f.write_all(line.as_bytes()).unwrap();
+        }
+        f.flush().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let names = loop {
+            let mut names: Vec<String> = std::fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            let gz = names.iter().filter(|n| n.ends_with(".log.gz")).count();
+            if gz == 2 && names.len() == 3 {
+                break names;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "not compressed: {names:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(names[2], "audit.log");
+        for name in &names[..2] {
+            let file = dir.path().join(name);
+            let mut text = String::new();
+            flate2::read::GzDecoder::new(File::open(&file).unwrap())
+                .read_to_string(&mut text)
+                .unwrap();
+            assert_eq!(text, line.repeat(2));
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o600, "{name}");
+            }
+        }
+        assert_eq!(f.backups().len(), 2);
     }
 }

@@ -91,6 +91,7 @@ async fn audit(auditor: Arc<Auditor>, req: Request, next: Next) -> Response {
     apply_context(&mut event, Some(&context));
     event.stage = Stage::RequestReceived;
     if !auditor.emit(&mut event, &config.omit_stages) {
+        crate::audit::metrics::observe_rejected_request();
         let uri = parts
             .uri
             .path_and_query()

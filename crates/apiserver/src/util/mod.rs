@@ -6,6 +6,7 @@ pub mod duration;
 pub mod file_watch;
 pub mod files;
 pub mod gojson;
+pub mod goquote;
 pub mod gotime;
 pub mod mime;
 pub mod value;

@@ -146,6 +146,8 @@ pub struct WebhookClient {
     idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
     /// Where to connect instead of the URL's host and port (a Service's resolved address).
     dial: Option<(String, u16)>,
+    /// Retry every failure, not only the transient ones (the audit webhook's rule).
+    retry_every_error: bool,
 }
 
 impl std::fmt::Debug for WebhookClient {
@@ -202,7 +204,15 @@ impl WebhookClient {
             backoff,
             idle: Mutex::new(Vec::new()),
             dial: None,
+            retry_every_error: false,
         })
+    }
+
+    /// Retries every failure with the backoff, whatever it is (upstream's audit webhook
+    /// replaces `DefaultShouldRetry` so that no event is dropped for a non-transient error).
+    pub fn retrying_every_error(mut self) -> Self {
+        self.retry_every_error = true;
+        self
     }
 
     /// Connects to `host:port` instead of the URL's host and port, still naming the URL's
@@ -230,16 +240,22 @@ impl WebhookClient {
             serde_json::to_vec(body)
                 .map_err(|e| WebhookError::Decode(format!("encoding the webhook request: {e}")))?,
         );
-        self.with_backoff(Some(bytes)).await
+        decode(&self.with_backoff(Some(bytes)).await?)
+    }
+
+    /// POSTs an encoded JSON body and returns the answer's bytes, whatever they are,
+    /// retrying failures with the backoff.
+    pub async fn post_bytes(&self, body: Bytes) -> Result<Bytes, WebhookError> {
+        self.with_backoff(Some(body)).await
     }
 
     /// GETs the URL and decodes the JSON answer (discovery documents, key sets), retrying
     /// transient failures with the backoff.
     pub async fn get_json(&self) -> Result<Value, WebhookError> {
-        self.with_backoff(None).await
+        decode(&self.with_backoff(None).await?)
     }
 
-    async fn with_backoff(&self, body: Option<Bytes>) -> Result<Value, WebhookError> {
+    async fn with_backoff(&self, body: Option<Bytes>) -> Result<Bytes, WebhookError> {
         let mut delay = self.backoff.initial;
         let mut attempt = 1;
         loop {
@@ -252,7 +268,10 @@ impl WebhookClient {
                 )),
             };
             match result {
-                Err(e) if e.should_retry() && attempt < self.backoff.steps => {
+                Err(e)
+                    if (self.retry_every_error || e.should_retry())
+                        && attempt < self.backoff.steps =>
+                {
                     let jitter = 1.0 + rand::random::<f64>() * self.backoff.jitter;
                     tokio::time::sleep(delay.mul_f64(jitter)).await;
                     delay = delay.mul_f64(self.backoff.factor);
@@ -338,7 +357,7 @@ impl WebhookClient {
         }
     }
 
-    async fn attempt(&self, body: Option<Bytes>) -> Result<Value, WebhookError> {
+    async fn attempt(&self, body: Option<Bytes>) -> Result<Bytes, WebhookError> {
         let post = body.is_some();
         let (mut sender, reused) = match self.pooled() {
             Some(s) => (s, true),
@@ -391,8 +410,13 @@ impl WebhookClient {
                 retry_after: parts.headers.contains_key(http::header::RETRY_AFTER),
             });
         }
-        serde_json::from_slice(&body).map_err(|e| WebhookError::Decode(e.to_string()))
+        Ok(body)
     }
+}
+
+/// The JSON of a webhook's answer.
+fn decode(body: &[u8]) -> Result<Value, WebhookError> {
+    serde_json::from_slice(body).map_err(|e| WebhookError::Decode(e.to_string()))
 }
 
 #[cfg(test)]

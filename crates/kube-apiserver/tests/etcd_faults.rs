@@ -64,7 +64,8 @@ type Events = mpsc::UnboundedReceiver<(String, String, u64)>;
 /// Opens a watch of the default namespace's configmaps from `from` on its own connection.
 async fn watch(client: &Client, from: u64, extra: &str) -> Events {
     let mut conn = client.connect(Proto::H1).await.unwrap();
-    let path = format!("{CONFIGMAPS}?watch=1&allowWatchBookmarks=true&resourceVersion={from}{extra}");
+    let path =
+        format!("{CONFIGMAPS}?watch=1&allowWatchBookmarks=true&resourceVersion={from}{extra}");
     let response = conn
         .send_head(client.request(Method::GET, &path, ""))
         .await
@@ -76,14 +77,19 @@ async fn watch(client: &Client, from: u64, extra: &str) -> Events {
         let mut body = response.into_body();
         let mut buffer = Vec::new();
         while let Some(Ok(frame)) = body.frame().await {
-            let Ok(data) = frame.into_data() else { continue };
+            let Ok(data) = frame.into_data() else {
+                continue;
+            };
             buffer.extend_from_slice(&data);
             while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = buffer.drain(..=end).collect();
                 let event: Value = serde_json::from_slice(&line).unwrap();
                 let kind = event["type"].as_str().unwrap_or("").to_string();
                 let object = &event["object"];
-                let name = object["metadata"]["name"].as_str().unwrap_or("").to_string();
+                let name = object["metadata"]["name"]
+                    .as_str()
+                    .unwrap_or("")
+                    .to_string();
                 let rv = object["metadata"]["resourceVersion"]
                     .as_str()
                     .and_then(|rv| rv.parse().ok())
@@ -100,7 +106,11 @@ async fn watch(client: &Client, from: u64, extra: &str) -> Events {
 /// Reads `events` until it has seen an ADDED or MODIFIED event at `until`, checking that no
 /// event comes twice or out of order; returns the (name, resourceVersion) pairs seen and the
 /// last resourceVersion (bookmarks included). `None` when the stream ended first.
-async fn read_until(events: &mut Events, after: u64, until: u64) -> (Vec<(String, u64)>, u64, bool) {
+async fn read_until(
+    events: &mut Events,
+    after: u64,
+    until: u64,
+) -> (Vec<(String, u64)>, u64, bool) {
     let mut seen = Vec::new();
     let mut last = after;
     while last < until {
@@ -124,7 +134,12 @@ async fn read_until(events: &mut Events, after: u64, until: u64) -> (Vec<(String
 }
 
 /// Polls `path` until its answer satisfies `check`.
-async fn wait_for(client: &Client, path: &str, what: &str, check: impl Fn(&Reply) -> bool) -> Reply {
+async fn wait_for(
+    client: &Client,
+    path: &str,
+    what: &str,
+    check: impl Fn(&Reply) -> bool,
+) -> Reply {
     let start = Instant::now();
     loop {
         if let Ok(reply) = client.get(Proto::H1, path).await
@@ -132,7 +147,10 @@ async fn wait_for(client: &Client, path: &str, what: &str, check: impl Fn(&Reply
         {
             return reply;
         }
-        assert!(start.elapsed() < DEADLINE, "{what}: not within {DEADLINE:?}");
+        assert!(
+            start.elapsed() < DEADLINE,
+            "{what}: not within {DEADLINE:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -164,19 +182,29 @@ async fn wait_etcd_reported_failing(client: &Client) {
 
 async fn wait_ready_again(client: &Client) {
     for path in ["/readyz", "/livez", "/healthz"] {
-        wait_for(client, path, &format!("{path} ok again"), |r| r.status == StatusCode::OK).await;
+        wait_for(client, path, &format!("{path} ok again"), |r| {
+            r.status == StatusCode::OK
+        })
+        .await;
     }
 }
 
 /// Asserts a request failed the way upstream's registry reports an unreachable storage:
 /// 500 `ServerTimeout` with `Retry-After: 2`.
 fn assert_server_timeout(reply: &Reply, verb: &str) {
-    assert_eq!(reply.status, StatusCode::INTERNAL_SERVER_ERROR, "{}", reply.body);
+    assert_eq!(
+        reply.status,
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "{}",
+        reply.body
+    );
     let status = parse(reply);
     assert_eq!(status["reason"], "ServerTimeout", "{status}");
     assert_eq!(
         status["message"],
-        format!("The {verb} operation against configmaps could not be completed at this time, please try again."),
+        format!(
+            "The {verb} operation against configmaps could not be completed at this time, please try again."
+        ),
         "{status}"
     );
     assert_eq!(status["details"]["retryAfterSeconds"], 2, "{status}");
@@ -306,10 +334,7 @@ async fn etcd_unreachable_at_start_is_waited_for_and_the_server_starts_once_it_a
         .no_serving_wait()
         .start()
         .await;
-    server
-        .stderr
-        .wait_for("waiting for etcd")
-        .await;
+    server.stderr.wait_for("waiting for etcd").await;
     assert!(server.stderr.find("Serving securely on").is_none());
     etcd.start_again().await;
     server.addr = server.wait_serving().await;

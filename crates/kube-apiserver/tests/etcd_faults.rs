@@ -160,7 +160,7 @@ async fn wait_for(
 async fn wait_etcd_reported_failing(client: &Client) {
     for path in ["/readyz", "/livez", "/healthz"] {
         let reply = wait_for(client, path, &format!("{path} reporting etcd"), |r| {
-            r.status == StatusCode::INTERNAL_SERVER_ERROR
+            r.status == StatusCode::INTERNAL_SERVER_ERROR && r.body.contains("[-]etcd failed")
         })
         .await;
         assert!(

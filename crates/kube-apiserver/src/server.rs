@@ -568,6 +568,8 @@ pub async fn run(
     config.livez_grace_period = opts.livez_grace_period.get();
     config.shutdown_delay_duration = opts.shutdown_delay_duration.get();
     config.shutdown_send_retry_after = opts.shutdown_send_retry_after;
+    // Keep-alive clients leave during the shutdown delay (README, "Rolling restart").
+    config.close_connections_during_shutdown = true;
     config.shutdown_watch_termination_grace_period =
         opts.shutdown_watch_termination_grace_period.get();
     config.goaway_chance = opts.goaway_chance;

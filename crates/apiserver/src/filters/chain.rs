@@ -23,6 +23,7 @@ use super::request_deadline::RequestDeadlineFilter;
 use super::request_info::RequestInfoFilter;
 use super::request_received::RequestReceivedTimestamp;
 use super::retry_after::RetryAfter;
+use super::shutdown_close::ShutdownConnectionClose;
 use super::timeout::TimeoutFilter;
 use super::waitgroup::WaitGroupFilter;
 use super::warning::WarningFilter;
@@ -75,6 +76,11 @@ pub fn build_default_handler_chain(handler: HttpService, c: &CompletedConfig) ->
                 filter(RetryAfter::new(Some(
                     signals.not_accepting_new_requests.clone(),
                 )))
+            }),
+            c.close_connections_during_shutdown.then(|| {
+                filter(ShutdownConnectionClose::new(
+                    signals.shutdown_initiated.clone(),
+                ))
             }),
             (!c.hsts_directives.is_empty()).then(|| filter(Hsts::new(&c.hsts_directives))),
             Some(filter(CacheControl::new())),

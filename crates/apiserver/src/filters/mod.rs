@@ -20,6 +20,7 @@ pub mod request_deadline;
 pub mod request_info;
 pub mod request_received;
 pub mod retry_after;
+pub mod shutdown_close;
 pub mod timeout;
 pub mod waitgroup;
 pub mod warning;

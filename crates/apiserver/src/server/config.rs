@@ -63,6 +63,10 @@ pub struct Config {
     pub shutdown_delay_duration: Duration,
     /// Keep listening during termination and answer 429 + Retry-After.
     pub shutdown_send_retry_after: bool,
+    /// Not upstream: once shutdown is initiated, close each connection after its response
+    /// ([`crate::filters::shutdown_close`]), so keep-alive clients move to another replica
+    /// during the shutdown delay. Off by default (upstream's chain).
+    pub close_connections_during_shutdown: bool,
     /// How long to drain watches (0 = do not wait; they end when the server stops).
     pub shutdown_watch_termination_grace_period: Duration,
     /// Probability of a GOAWAY after an HTTP/2 response (0..0.02).
@@ -131,6 +135,7 @@ impl Config {
             livez_grace_period: Duration::ZERO,
             shutdown_delay_duration: Duration::ZERO,
             shutdown_send_retry_after: false,
+            close_connections_during_shutdown: false,
             shutdown_watch_termination_grace_period: Duration::ZERO,
             goaway_chance: 0.0,
             long_running_check: LongRunningRequestCheck::basic(&["watch"], &[]),

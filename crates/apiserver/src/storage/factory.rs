@@ -4,7 +4,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[cfg(not(feature = "etcd"))]
 use super::StorageError;
 use super::backends::EmbeddedStorage;
 use super::compactor::{Compactor, DEFAULT_COMPACTION_INTERVAL};
@@ -13,6 +12,11 @@ use super::{Result, Storage};
 
 /// The name of the storage health check in `/readyz`, `/livez` and `/healthz` (upstream's).
 pub const HEALTH_CHECK_NAME: &str = "etcd";
+
+/// How long start-up waits for etcd to answer before giving up: upstream dials etcd with
+/// gRPC's `WithBlock` and this `dialTimeout`, so kube-apiserver does not serve until etcd
+/// answers and exits with `context deadline exceeded` when it never does.
+pub const ETCD_DIAL_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Storage flags.
 #[derive(Clone, Debug)]
@@ -100,11 +104,49 @@ async fn open_etcd(opts: &StorageOptions, prefix: &str) -> Result<Arc<dyn Storag
         key_file: opts.etcd_keyfile.clone(),
         ..Default::default()
     };
-    Ok(Arc::new(
+    let storage: Arc<dyn Storage> = Arc::new(
         EtcdStorage::connect(config)
             .await?
             .with_transformers(opts.transformers.clone()),
-    ))
+    );
+    wait_until_answering(storage.as_ref(), &opts.etcd_servers, ETCD_DIAL_TIMEOUT).await?;
+    Ok(storage)
+}
+
+/// Waits until `storage` answers its health probe, retrying for up to `timeout` (upstream's
+/// blocking dial); logs once when it does not answer at first.
+#[cfg(feature = "etcd")]
+async fn wait_until_answering(
+    storage: &dyn Storage,
+    endpoints: &[String],
+    timeout: Duration,
+) -> Result<()> {
+    let start = std::time::Instant::now();
+    let mut logged = false;
+    loop {
+        let remaining = timeout.saturating_sub(start.elapsed());
+        if let Ok(answer) = tokio::time::timeout(remaining, storage.health()).await {
+            match answer {
+                Ok(()) => return Ok(()),
+                Err(e) if !logged => {
+                    tracing::warn!(
+                        "waiting for etcd at {} (up to {timeout:?}): {e}",
+                        endpoints.join(",")
+                    );
+                    logged = true;
+                }
+                Err(_) => {}
+            }
+        }
+        let remaining = timeout.saturating_sub(start.elapsed());
+        if remaining.is_zero() {
+            return Err(StorageError::Internal(format!(
+                "etcd at {} did not answer within {timeout:?}: context deadline exceeded",
+                endpoints.join(",")
+            )));
+        }
+        tokio::time::sleep(remaining.min(Duration::from_millis(250))).await;
+    }
 }
 
 #[cfg(not(feature = "etcd"))]
@@ -142,5 +184,35 @@ mod tests {
         .await
         .unwrap_err();
         assert!(err.to_string().contains("already in use"));
+    }
+
+    #[cfg(feature = "etcd")]
+    #[tokio::test]
+    async fn start_up_waits_for_etcd_and_gives_up_after_the_dial_timeout() {
+        use crate::storage::testing::etcd_server::EtcdServer;
+        let mut etcd = EtcdServer::start().await;
+        let opts = StorageOptions {
+            etcd_servers: vec![etcd.url()],
+            ..Default::default()
+        };
+        let storage = open_etcd(&opts, "/registry").await.unwrap();
+        etcd.stop();
+        let started = std::time::Instant::now();
+        let err = wait_until_answering(
+            storage.as_ref(),
+            &opts.etcd_servers,
+            Duration::from_millis(600),
+        )
+        .await
+        .unwrap_err();
+        assert!(started.elapsed() >= Duration::from_millis(600));
+        assert!(
+            err.to_string().ends_with("context deadline exceeded"),
+            "{err}"
+        );
+        etcd.start_again().await;
+        wait_until_answering(storage.as_ref(), &opts.etcd_servers, ETCD_DIAL_TIMEOUT)
+            .await
+            .unwrap();
     }
 }

@@ -110,6 +110,7 @@ pub struct ServerBuilder {
     current_dir: Option<PathBuf>,
     cert_dir: Option<PathBuf>,
     wait_ready: bool,
+    wait_serving: bool,
 }
 
 /// A running `kube-apiserver` process (killed on drop if still running).
@@ -177,6 +178,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Returns as soon as the process runs (e.g. when it waits for its storage first); the test
+    /// calls [`ApiServer::wait_serving`] itself.
+    pub fn no_serving_wait(mut self) -> Self {
+        self.wait_serving = false;
+        self
+    }
+
     /// Starts the process and waits until it serves and (by default) `/readyz` answers 200 to
     /// the admin.
     pub async fn start(self) -> ApiServer {
@@ -224,6 +232,9 @@ impl ServerBuilder {
             stdout,
             stderr,
         };
+        if !self.wait_serving {
+            return server;
+        }
         server.addr = server.wait_serving().await;
         if self.wait_ready {
             server.wait_ready().await;
@@ -243,6 +254,7 @@ impl ApiServer {
             current_dir: None,
             cert_dir: None,
             wait_ready: true,
+            wait_serving: true,
         }
     }
 
@@ -256,7 +268,8 @@ impl ApiServer {
         i32::try_from(self.child.id()).unwrap()
     }
 
-    async fn wait_serving(&mut self) -> SocketAddr {
+    /// Waits (with [`DEADLINE`]) for the `Serving securely on` line and returns that address.
+    pub async fn wait_serving(&mut self) -> SocketAddr {
         let start = Instant::now();
         loop {
             if let Some(line) = self.stderr.find("Serving securely on ") {

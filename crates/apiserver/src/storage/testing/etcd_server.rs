@@ -122,6 +122,11 @@ impl EtcdServer {
         }
     }
 
+    /// The process id of the running etcd (for tests that stop it with signals).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Kills etcd (SIGKILL) and waits for it to exit.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -1,6 +1,7 @@
 //! `kube-apiserver`: a Kubernetes API server on the `apiserver` library.
 
 mod admission;
+mod advertise;
 mod apis;
 mod auth;
 mod bootstrap;

@@ -501,6 +501,22 @@ pub struct Options {
     #[arg(long, help_heading = "Misc flags")]
     pub proxy_client_key_file: Option<PathBuf>,
 
+    // ----- Replicas: advertise address and the kubernetes Service's endpoints -----
+    /// The IP address on which to advertise the apiserver to members of the cluster. This
+    /// address must be reachable by the rest of the cluster. If blank, the --bind-address
+    /// will be used. If --bind-address is unspecified, the host's default interface will be
+    /// used.
+    #[arg(long, help_heading = "Generic flags")]
+    pub advertise_address: Option<IpAddr>,
+    /// Use an endpoint reconciler (master-count, lease, none) master-count is deprecated, and
+    /// will be removed in a future version.
+    #[arg(long, default_value = "lease", help_heading = "Misc flags")]
+    pub endpoint_reconciler_type: String,
+    /// The number of apiservers running in the cluster, must be a positive number. (In use
+    /// when --endpoint-reconciler-type=master-count is enabled.) DEPRECATED.
+    #[arg(long, allow_negative_numbers = true, help_heading = "Misc flags")]
+    pub apiserver_count: Option<i64>,
+
     // ----- Global flags -----
     /// --version, --version=raw prints version information and quits.
     #[arg(
@@ -713,6 +729,7 @@ impl Options {
             errors.push("--etcd-certfile and --etcd-keyfile must be given together".into());
         }
         self.validate_webhook_and_jwt(&mut errors);
+        errors.extend(crate::controllers::kubernetesservice::validate_flags(self));
         errors
     }
 

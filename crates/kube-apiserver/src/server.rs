@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::rbac::RbacPolicy;
 use crate::auth::{self, AuthDeps, AuthzHandle, AuthzParts};
-use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
+use crate::bootstrap::system_namespaces_hook;
 use crate::frontproxy;
 use crate::informers::SharedInformers;
 use crate::install::{AuthSetup, install_builtin_apis};
@@ -156,13 +156,19 @@ fn bundle_contains(bundle: &Path, ca: &Path) -> Result<bool, StartError> {
 
 fn write_kubeconfig(
     path: &Path,
-    port: u16,
+    addr: SocketAddr,
     (ca, cert, key): &(PathBuf, PathBuf, PathBuf),
 ) -> Result<(), StartError> {
     let read = |p: &PathBuf| std::fs::read(p).map_err(setup("reading generated certificates"));
+    // The bound address (127.0.0.1 for a wildcard bind), which the serving certificate names.
+    let host = if addr.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], addr.port()))
+    } else {
+        addr
+    };
     write_admin_kubeconfig(
         path,
-        &format!("https://127.0.0.1:{port}"),
+        &format!("https://{host}"),
         &read(ca)?,
         &read(cert)?,
         &read(key)?,
@@ -401,8 +407,13 @@ pub async fn run(
     verbosity: FlagSetter,
     stop: CancellationToken,
 ) -> Result<(), StartError> {
+    // The server's identity (upstream APIServerID: from the host name) and the replica
+    // controllers' intervals.
+    let hostname = crate::controllers::apiserveridentity::hostname().map_err(StartError::Setup)?;
+    let apiserver_id = crate::controllers::apiserveridentity::apiserver_id(&hostname);
+    let intervals =
+        crate::controllers::intervals::Intervals::from_env().map_err(StartError::Setup)?;
     // Encryption at rest before anything touches storage: a bad configuration stops here.
-    let apiserver_id = format!("apiserver-{}", uuid::Uuid::new_v4());
     let encryption = Arc::new(
         crate::encryption::Encryption::from_flags(
             opts.encryption_provider_config.as_ref(),
@@ -455,7 +466,7 @@ pub async fn run(
     let addr = listener.local_addr().map_err(setup("listener address"))?;
     if let Some(admin) = &certs.admin {
         let path = data_dir.join("admin.kubeconfig");
-        write_kubeconfig(&path, addr.port(), admin)?;
+        write_kubeconfig(&path, addr, admin)?;
         let shown = std::fs::canonicalize(&path).unwrap_or(path);
         println!("kubectl --kubeconfig {} get --raw /readyz", shown.display());
     } else if let (true, Some(client_ca)) = (certs.generated, &opts.client_ca_file) {
@@ -622,13 +633,32 @@ pub async fn run(
             system_namespaces_hook(&stores).map_err(StartError::Setup)?,
         )
         .map_err(setup("registering hooks"))?;
-    server
-        .add_post_start_hook(
-            "bootstrap-controller",
-            bootstrap_controller_hook(&stores, service_range.first().to_string(), addr.port())
-                .map_err(StartError::Setup)?,
-        )
-        .map_err(setup("registering hooks"))?;
+    // The kubernetes Service and its endpoints; this server's identity lease.
+    crate::controllers::kubernetesservice::register(
+        &server,
+        crate::controllers::kubernetesservice::Registration {
+            opts: &opts,
+            stores: &stores,
+            storage: backend.storage.clone(),
+            prefix: &backend.prefix,
+            advertise: crate::advertise::advertise_address(
+                opts.advertise_address,
+                opts.bind_address,
+            ),
+            port: addr.port(),
+            service_ip: service_range.first().to_string(),
+            intervals,
+        },
+    )
+    .map_err(StartError::Setup)?;
+    crate::controllers::apiserveridentity::register(
+        &server,
+        &stores,
+        &apiserver_id,
+        &hostname,
+        &intervals,
+    )
+    .map_err(StartError::Setup)?;
     server
         .add_post_start_hook(
             crate::bootstrap::SYSTEM_PRIORITY_CLASSES_HOOK,

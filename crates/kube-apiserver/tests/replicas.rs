@@ -19,7 +19,7 @@ use tokio::sync::mpsc;
 
 use common::client::{Client, Proto};
 use common::etcd::EtcdServer;
-use common::{ApiServer, DEADLINE, eventually, free_port, run_tool};
+use common::{ApiServer, DEADLINE, eventually, free_port, run_to_exit, run_tool};
 
 /// Reconcile every second; master leases live three seconds (etcd's shortest lease is ~2 s).
 const FAST_ENDPOINTS: [(&str, &str); 2] = [
@@ -186,6 +186,15 @@ async fn the_kubernetes_endpoints_list_exactly_the_live_replicas() {
         ]
     );
 
+    // The Service is created again when deleted.
+    kubectl(&three, &["delete", "service", "kubernetes"])
+        .await
+        .expect("delete the kubernetes service");
+    eventually("the kubernetes service to be back", || async {
+        kubectl(&one, &["get", "service", "kubernetes", "-o", "name"]).await
+    })
+    .await;
+
     // SIGTERM: the replica leaves the endpoints at once, while it still serves through its
     // shutdown delay (its listener is open, /livez passes, /readyz fails).
     two.sigterm();
@@ -226,6 +235,19 @@ async fn identity_leases_are_renewed_and_expired_ones_collected() {
         .env("APISERVER_TEST_IDENTITY_LEASE_GC_PERIOD", "1s")
         .start()
         .await;
+    let readyz = kubectl(&server, &["get", "--raw", "/readyz?verbose"])
+        .await
+        .unwrap();
+    for hook in [
+        "bootstrap-controller",
+        "start-kube-apiserver-identity-lease-controller",
+        "start-kube-apiserver-identity-lease-garbage-collector",
+    ] {
+        assert!(
+            readyz.contains(&format!("[+]poststarthook/{hook} ok")),
+            "{hook}: {readyz}"
+        );
+    }
     let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let identity = |renew: &str| -> Option<(String, String)> {
         let lease: Value = serde_json::from_str(renew).ok()?;
@@ -499,4 +521,36 @@ async fn a_watch_resumes_on_another_replica_from_its_last_resource_version_witho
         events.contains_key("cm-29"),
         "the resumed watch delivered the writes made after A stopped"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_replica_flags_stop_start_up_with_upstreams_messages() {
+    for (args, message) in [
+        (
+            &["--endpoint-reconciler-type=leases"][..],
+            "Error: Reconciler not implemented: leases",
+        ),
+        (
+            &["--apiserver-count=0"][..],
+            "Error: --apiserver-count should be a positive number, but value '0' provided",
+        ),
+        (
+            &["--advertise-address=::1"][..],
+            "Error: service IP family \"10.0.0.0/24\" must match public address family \"::1\"",
+        ),
+        (
+            &["--advertise-address=not-an-ip"][..],
+            "Error: invalid value 'not-an-ip' for '--advertise-address",
+        ),
+    ] {
+        let out = run_to_exit(args).await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.starts_with(message), "{args:?}: {stderr}");
+    }
+    // `none` with an IPv6 address is accepted, as upstream (no endpoints to keep).
+    let server =
+        ApiServer::start(&["--endpoint-reconciler-type=none", "--advertise-address=::1"]).await;
+    assert!(server.stderr.find("Using reconciler: none").is_some());
 }

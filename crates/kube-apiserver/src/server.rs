@@ -10,7 +10,7 @@ use apiserver::audit::{AuditOptions, Auditor};
 use apiserver::authn::requestheader::{RequestHeaderConfig, RequestHeaderNames};
 use apiserver::authn::{AuthenticatorOptions, StaticClientCa, build_authenticator};
 use apiserver::authz::AuthorizationMode;
-use apiserver::endpoints::discovery::{Addresses, DiscoveryManager};
+use apiserver::endpoints::discovery::DiscoveryManager;
 use apiserver::registry::rest::RestStorage;
 use apiserver::request::requestinfo::LongRunningRequestCheck;
 use apiserver::server::GenericApiServer;
@@ -560,7 +560,14 @@ pub async fn run(
     // paths it does not serve fall through to the kube API server, then to the apiextensions
     // server, then to the not-found handler (503 until every path is installed, then 404).
     // All three advertise through one discovery manager, so /api and /apis list every group.
-    let discovery = DiscoveryManager::new(Addresses::new(addr.to_string()));
+    // Discovery names the advertise address (upstream's external host), and the service IP to
+    // clients inside the service range.
+    let advertise = crate::advertise::advertise_address(opts.advertise_address, opts.bind_address);
+    let discovery =
+        DiscoveryManager::new(crate::controllers::kubernetesservice::discovery_addresses(
+            SocketAddr::new(advertise, addr.port()),
+            &opts.service_cluster_ip_range,
+        ));
     let not_found = EmptyDelegate::with_handler(not_found_handler());
     let apiextensions = delegate_config(&opts)
         .complete()
@@ -641,10 +648,7 @@ pub async fn run(
             stores: &stores,
             storage: backend.storage.clone(),
             prefix: &backend.prefix,
-            advertise: crate::advertise::advertise_address(
-                opts.advertise_address,
-                opts.bind_address,
-            ),
+            advertise,
             port: addr.port(),
             service_ip: service_range.first().to_string(),
             intervals,

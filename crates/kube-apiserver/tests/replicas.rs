@@ -186,6 +186,28 @@ async fn the_kubernetes_endpoints_list_exactly_the_live_replicas() {
         ]
     );
 
+    // Discovery names the advertise address, and the Service to clients in the service range.
+    let api = |headers: &'static [(&'static str, &'static str)]| {
+        let client = two.admin_client();
+        async move {
+            let req = client.request_with(Method::GET, "/api", headers);
+            let reply = client.send(Proto::H1, req).await.unwrap();
+            let api: Value = serde_json::from_str(&reply.body).unwrap();
+            api["serverAddressByClientCIDRs"].clone()
+        }
+    };
+    assert_eq!(
+        api(&[]).await,
+        json!([{"clientCIDR": "0.0.0.0/0", "serverAddress": format!("127.0.0.2:{port}")}])
+    );
+    assert_eq!(
+        api(&[("x-forwarded-for", "10.0.0.7")]).await,
+        json!([
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": format!("127.0.0.2:{port}")},
+            {"clientCIDR": "10.0.0.0/24", "serverAddress": "10.0.0.1:443"}
+        ])
+    );
+
     // The Service is created again when deleted.
     kubectl(&three, &["delete", "service", "kubernetes"])
         .await

@@ -286,6 +286,27 @@ impl Controller {
     }
 }
 
+/// The addresses discovery names (upstream kube-apiserver's `DiscoveryAddresses`): the
+/// external address for everyone, and the `kubernetes` Service's IP and port for clients inside
+/// the service range (pods).
+pub fn discovery_addresses(
+    external: std::net::SocketAddr,
+    service_range: &str,
+) -> apiserver::endpoints::discovery::Addresses {
+    use apiserver::endpoints::discovery::{Addresses, CidrRule, IpCidr};
+    let mut addresses = Addresses::new(external.to_string());
+    if let (Ok(cidr), Ok(range)) = (
+        service_range.parse::<IpCidr>(),
+        crate::registry::service::ServiceRange::parse(service_range),
+    ) {
+        addresses.cidr_rules.push(CidrRule {
+            cidr,
+            address: std::net::SocketAddr::from((range.first(), 443)).to_string(),
+        });
+    }
+    addresses
+}
+
 /// What [`register`] wires.
 pub struct Registration<'a> {
     /// The flags.

@@ -34,6 +34,8 @@ pub const HOOK_NAME: &str = "bootstrap-controller";
 pub const PRE_SHUTDOWN_HOOK_NAME: &str = "stop-kubernetes-service-controller";
 /// How often readiness is polled before the first reconcile (upstream: 100 ms).
 const READY_POLL: Duration = Duration::from_millis(100);
+/// The longest wait between attempts to create the Service at start.
+const MAX_SERVICE_BACKOFF: Duration = Duration::from_secs(5);
 
 /// Upstream's checks of `--endpoint-reconciler-type`, `--apiserver-count` and the advertise
 /// address's family.
@@ -233,10 +235,17 @@ impl Controller {
         Arc::new(move |ctx: PostStartHookContext| {
             let controller = controller.clone();
             Box::pin(async move {
-                controller
-                    .ensure_service()
-                    .await
-                    .map_err(|e| e.to_string())?;
+                // Retried until it succeeds (the hook, and so /readyz, waits for it): storage
+                // that is unreachable at start delays readiness instead of failing the server.
+                let mut backoff = READY_POLL;
+                while let Err(err) = controller.ensure_service().await {
+                    tracing::error!("unable to sync kubernetes service: {err}");
+                    tokio::select! {
+                        _ = ctx.stop.cancelled() => return Ok(()),
+                        () = tokio::time::sleep(backoff) => {}
+                    }
+                    backoff = (backoff * 2).min(MAX_SERVICE_BACKOFF);
+                }
                 // Out of the endpoints until this server is ready.
                 match controller
                     .reconciler

@@ -1,8 +1,8 @@
 //! What kube-apiserver creates on start: the system namespaces (upstream's
-//! `start-system-namespaces-controller`), the `default` namespace with the `kubernetes`
-//! service (upstream's `bootstrap-controller`) and the system PriorityClasses (upstream's
+//! `start-system-namespaces-controller`) and the system PriorityClasses (upstream's
 //! `scheduling/bootstrap-system-priority-classes`), as post-start hooks that write through the
-//! generic stores.
+//! generic stores. The `default` namespace and the `kubernetes` service come with their
+//! endpoints from [`crate::controllers::kubernetesservice`] (`bootstrap-controller`).
 
 use std::sync::Arc;
 
@@ -51,58 +51,6 @@ pub fn system_namespaces_hook(stores: &Stores) -> Result<PostStartHookFn, String
                 .await?;
             }
             Ok(())
-        })
-    }))
-}
-
-/// `bootstrap-controller`: creates the `default` namespace and the `kubernetes` service in
-/// it, on the first address of the service cluster IP range.
-pub fn bootstrap_controller_hook(
-    stores: &Stores,
-    service_ip: String,
-    secure_port: u16,
-) -> Result<PostStartHookFn, String> {
-    let namespaces = store(stores, "namespaces")?;
-    let services = store(stores, "services")?;
-    Ok(Arc::new(move |_ctx| {
-        let namespaces = namespaces.clone();
-        let services = services.clone();
-        let service_ip = service_ip.clone();
-        Box::pin(async move {
-            ensure(
-                &namespaces,
-                "",
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
-            )
-            .await?;
-            ensure(
-                &services,
-                "default",
-                json!({
-                    "apiVersion": "v1",
-                    "kind": "Service",
-                    "metadata": {
-                        "name": "kubernetes",
-                        "namespace": "default",
-                        "labels": {"component": "apiserver", "provider": "kubernetes"}
-                    },
-                    "spec": {
-                        "type": "ClusterIP",
-                        "clusterIP": service_ip,
-                        "clusterIPs": [service_ip],
-                        "ipFamilies": ["IPv4"],
-                        "ipFamilyPolicy": "SingleStack",
-                        "sessionAffinity": "None",
-                        "ports": [{
-                            "name": "https",
-                            "port": 443,
-                            "protocol": "TCP",
-                            "targetPort": secure_port
-                        }]
-                    }
-                }),
-            )
-            .await
         })
     }))
 }

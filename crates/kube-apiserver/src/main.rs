@@ -2,6 +2,7 @@
 
 mod accepted_flags;
 mod admission;
+mod advertise;
 mod apis;
 mod auth;
 mod bootstrap;

@@ -785,6 +785,15 @@ pub struct Options {
     /// Port peers proxy to (UnknownVersionInteroperabilityProxy).
     #[arg(long, help_heading = "Misc flags")]
     pub peer_advertise_port: Option<String>,
+    // ----- Replicas: advertise address and the kubernetes Service's endpoints -----
+    /// Use an endpoint reconciler (master-count, lease, none) master-count is deprecated, and
+    /// will be removed in a future version.
+    #[arg(long, default_value = "lease", help_heading = "Misc flags")]
+    pub endpoint_reconciler_type: String,
+    /// The number of apiservers running in the cluster, must be a positive number. (In use
+    /// when --endpoint-reconciler-type=master-count is enabled.) DEPRECATED.
+    #[arg(long, allow_negative_numbers = true, help_heading = "Misc flags")]
+    pub apiserver_count: Option<i64>,
 
     // ----- Global flags -----
     /// --version, --version=raw prints version information and quits.
@@ -1044,6 +1053,7 @@ impl Options {
             errors.push("--etcd-certfile and --etcd-keyfile must be given together".into());
         }
         self.validate_webhook_and_jwt(&mut errors);
+        errors.extend(crate::controllers::kubernetesservice::validate_flags(self));
         errors
     }
 

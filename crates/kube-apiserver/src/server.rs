@@ -10,7 +10,7 @@ use apiserver::audit::Auditor;
 use apiserver::authn::requestheader::{RequestHeaderConfig, RequestHeaderNames};
 use apiserver::authn::{AuthenticatorOptions, StaticClientCa, build_authenticator};
 use apiserver::authz::AuthorizationMode;
-use apiserver::endpoints::discovery::{Addresses, DiscoveryManager};
+use apiserver::endpoints::discovery::DiscoveryManager;
 use apiserver::registry::rest::RestStorage;
 use apiserver::request::requestinfo::LongRunningRequestCheck;
 use apiserver::server::GenericApiServer;
@@ -33,7 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::rbac::RbacPolicy;
 use crate::auth::{self, AuthDeps, AuthzHandle, AuthzParts};
-use crate::bootstrap::{bootstrap_controller_hook, system_namespaces_hook};
+use crate::bootstrap::system_namespaces_hook;
 use crate::frontproxy;
 use crate::informers::SharedInformers;
 use crate::install::{AuthSetup, install_builtin_apis};
@@ -156,13 +156,19 @@ fn bundle_contains(bundle: &Path, ca: &Path) -> Result<bool, StartError> {
 
 fn write_kubeconfig(
     path: &Path,
-    port: u16,
+    addr: SocketAddr,
     (ca, cert, key): &(PathBuf, PathBuf, PathBuf),
 ) -> Result<(), StartError> {
     let read = |p: &PathBuf| std::fs::read(p).map_err(setup("reading generated certificates"));
+    // The bound address (127.0.0.1 for a wildcard bind), which the serving certificate names.
+    let host = if addr.ip().is_unspecified() {
+        SocketAddr::from(([127, 0, 0, 1], addr.port()))
+    } else {
+        addr
+    };
     write_admin_kubeconfig(
         path,
-        &format!("https://127.0.0.1:{port}"),
+        &format!("https://{host}"),
         &read(ca)?,
         &read(cert)?,
         &read(key)?,
@@ -436,8 +442,13 @@ pub async fn run(
             "--enable-priority-and-fairness: no APF here; --max-requests-inflight and --max-mutating-requests-inflight apply"
         );
     }
+    // The server's identity (upstream APIServerID: from the host name) and the replica
+    // controllers' intervals.
+    let hostname = crate::controllers::apiserveridentity::hostname().map_err(StartError::Setup)?;
+    let apiserver_id = crate::controllers::apiserveridentity::apiserver_id(&hostname);
+    let intervals =
+        crate::controllers::intervals::Intervals::from_env().map_err(StartError::Setup)?;
     // Encryption at rest before anything touches storage: a bad configuration stops here.
-    let apiserver_id = format!("apiserver-{}", uuid::Uuid::new_v4());
     let encryption = Arc::new(
         crate::encryption::Encryption::from_flags(
             opts.encryption_provider_config.as_ref(),
@@ -490,7 +501,7 @@ pub async fn run(
     let addr = listener.local_addr().map_err(setup("listener address"))?;
     if let Some(admin) = &certs.admin {
         let path = data_dir.join("admin.kubeconfig");
-        write_kubeconfig(&path, addr.port(), admin)?;
+        write_kubeconfig(&path, addr, admin)?;
         let shown = std::fs::canonicalize(&path).unwrap_or(path);
         println!("kubectl --kubeconfig {} get --raw /readyz", shown.display());
     } else if let (true, Some(client_ca)) = (certs.generated, &opts.client_ca_file) {
@@ -581,7 +592,14 @@ pub async fn run(
     // paths it does not serve fall through to the kube API server, then to the apiextensions
     // server, then to the not-found handler (503 until every path is installed, then 404).
     // All three advertise through one discovery manager, so /api and /apis list every group.
-    let discovery = DiscoveryManager::new(Addresses::new(addr.to_string()));
+    // Discovery names the advertise address (upstream's external host), and the service IP to
+    // clients inside the service range.
+    let advertise = crate::advertise::advertise_address(opts.advertise_address, opts.bind_address);
+    let discovery =
+        DiscoveryManager::new(crate::controllers::kubernetesservice::discovery_addresses(
+            SocketAddr::new(advertise, addr.port()),
+            &opts.service_cluster_ip_range,
+        ));
     let not_found = EmptyDelegate::with_handler(not_found_handler());
     let apiextensions = delegate_config(&opts)
         .complete()
@@ -656,13 +674,29 @@ pub async fn run(
             system_namespaces_hook(&stores).map_err(StartError::Setup)?,
         )
         .map_err(setup("registering hooks"))?;
-    server
-        .add_post_start_hook(
-            "bootstrap-controller",
-            bootstrap_controller_hook(&stores, service_range.first().to_string(), addr.port())
-                .map_err(StartError::Setup)?,
-        )
-        .map_err(setup("registering hooks"))?;
+    // The kubernetes Service and its endpoints; this server's identity lease.
+    crate::controllers::kubernetesservice::register(
+        &server,
+        crate::controllers::kubernetesservice::Registration {
+            opts: &opts,
+            stores: &stores,
+            storage: backend.storage.clone(),
+            prefix: &backend.prefix,
+            advertise,
+            port: addr.port(),
+            service_ip: service_range.first().to_string(),
+            intervals,
+        },
+    )
+    .map_err(StartError::Setup)?;
+    crate::controllers::apiserveridentity::register(
+        &server,
+        &stores,
+        &apiserver_id,
+        &hostname,
+        &intervals,
+    )
+    .map_err(StartError::Setup)?;
     server
         .add_post_start_hook(
             crate::bootstrap::SYSTEM_PRIORITY_CLASSES_HOOK,

@@ -210,6 +210,26 @@ pub trait Storage: Send + Sync {
         self.guaranteed_update(key, ignore_not_found, preconditions, try_update)
     }
 
+    /// Writes what `try_update` makes of the current object of `key` (`None` when absent) and
+    /// gives the key a time to live: it is deleted (a watch sees the deletion) `ttl` after this
+    /// write unless written again meanwhile. Upstream: a `GuaranteedUpdate` whose update
+    /// function returns a TTL, stored with an etcd lease (the master leases of the endpoint
+    /// reconciler). Always writes, since the write is what renews the time to live. Layers
+    /// without the backend's keys (the watch cache) refuse it.
+    fn guaranteed_update_with_ttl<'a>(
+        &'a self,
+        key: &'a str,
+        ttl: std::time::Duration,
+        try_update: &'a mut UpdateFn<'a>,
+    ) -> BoxFuture<'a, Result<Object>> {
+        let _ = (ttl, try_update);
+        Box::pin(async move {
+            Err(StorageError::Internal(format!(
+                "storage for {key:?} does not support keys with a time to live"
+            )))
+        })
+    }
+
     /// Deletes `key` after checking preconditions and `validate`; returns the deleted object
     /// with the deletion's revision as its resourceVersion.
     fn delete<'a>(

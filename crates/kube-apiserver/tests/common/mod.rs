@@ -109,6 +109,7 @@ pub struct ServerBuilder {
     data_dir_flag: bool,
     current_dir: Option<PathBuf>,
     cert_dir: Option<PathBuf>,
+    bind_address: String,
     wait_ready: bool,
     wait_serving: bool,
 }
@@ -165,6 +166,12 @@ impl ServerBuilder {
         self
     }
 
+    /// Serves on `ip` instead of 127.0.0.1 (another loopback address, e.g. for replicas).
+    pub fn bind_address(mut self, ip: &str) -> Self {
+        self.bind_address = ip.to_string();
+        self
+    }
+
     /// Runs the process in `dir`.
     pub fn current_dir(mut self, dir: &Path) -> Self {
         self.current_dir = Some(dir.to_path_buf());
@@ -210,7 +217,7 @@ impl ServerBuilder {
         if !self.args.iter().any(|a| a.starts_with("--secure-port")) {
             cmd.arg("--secure-port=0");
         }
-        cmd.arg("--bind-address=127.0.0.1")
+        cmd.arg(format!("--bind-address={}", self.bind_address))
             .args(&self.args)
             .env_remove("NOTIFY_SOCKET")
             .env("NO_COLOR", "1")
@@ -253,6 +260,7 @@ impl ApiServer {
             data_dir_flag: true,
             current_dir: None,
             cert_dir: None,
+            bind_address: "127.0.0.1".into(),
             wait_ready: true,
             wait_serving: true,
         }

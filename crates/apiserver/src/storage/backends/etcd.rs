@@ -16,7 +16,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use etcd_client::{
     Certificate, Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions as EtcdGet,
-    Identity, KvClient, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
+    Identity, KvClient, PutOptions, TlsOptions, Txn, TxnOp, TxnOpResponse, WatchOptions,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -254,13 +254,24 @@ impl EtcdStorage {
     /// same transaction reads the key, so a retry needs no second round trip (as upstream's
     /// etcd3 store does).
     async fn cas_put(&self, key: &str, value: &Bytes, expect: u64) -> Result<Cas> {
+        self.cas_put_with(key, value, expect, None).await
+    }
+
+    /// [`Self::cas_put`] with put options (a lease).
+    async fn cas_put_with(
+        &self,
+        key: &str,
+        value: &Bytes,
+        expect: u64,
+        options: Option<PutOptions>,
+    ) -> Result<Cas> {
         let txn = Txn::new()
             .when([Compare::mod_revision(
                 key,
                 CompareOp::Equal,
                 i64::try_from(expect).unwrap_or(i64::MAX),
             )])
-            .and_then([TxnOp::put(key, value.to_vec(), None)])
+            .and_then([TxnOp::put(key, value.to_vec(), options)])
             .or_else([TxnOp::get(key, None)]);
         let mut kv = self.kv();
         let resp = self.call(key, kv.txn(txn)).await?;
@@ -804,6 +815,40 @@ impl Storage for EtcdStorage {
         })
     }
 
+    fn guaranteed_update_with_ttl<'a>(
+        &'a self,
+        key: &'a str,
+        ttl: Duration,
+        try_update: &'a mut UpdateFn<'a>,
+    ) -> BoxFuture<'a, Result<Object>> {
+        Box::pin(async move {
+            // etcd counts lease TTLs in whole seconds.
+            let seconds = i64::try_from(ttl.as_secs().max(1)).unwrap_or(i64::MAX);
+            let mut current = self.plain(key, self.get_raw(key).await?.0)?;
+            loop {
+                let cur_obj = current
+                    .as_ref()
+                    .map(|(v, _, rev)| to_object(key, v, *rev))
+                    .transpose()?;
+                let new = try_update(cur_obj.as_ref())?;
+                let stored = versioner::strip_resource_version(&new)?;
+                let value = crate::storage::transform(&self.transformer, key, stored.clone())?;
+                check_size(key, &value)?;
+                let mut leases = self.client.lease_client();
+                let lease = self.call(key, leases.grant(seconds, None)).await?;
+                let expect = current.as_ref().map(|(_, _, r)| *r).unwrap_or(0);
+                let options = PutOptions::new().with_lease(lease.id());
+                match self
+                    .cas_put_with(key, &value, expect, Some(options))
+                    .await?
+                {
+                    Cas::Done(rev) => return to_object(key, &stored, rev),
+                    Cas::Conflict(now) => current = self.plain(key, now)?,
+                }
+            }
+        })
+    }
+
     fn delete<'a>(
         &'a self,
         key: &'a str,
@@ -985,6 +1030,7 @@ mod tests {
             watch_compaction_410: true
         }
     );
+    crate::storage_conformance!(@tests store, Caps { watch_compaction_410: true }, ttl);
 
     /// The whole contract again with every value encrypted (aescbc mid-rotation).
     mod encrypted {

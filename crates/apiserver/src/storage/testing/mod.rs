@@ -1141,6 +1141,91 @@ pub async fn bad_input(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
     );
 }
 
+/// Keys with a time to live (upstream's master leases): written through
+/// [`Storage::guaranteed_update_with_ttl`], deleted when it runs out (a watch sees the
+/// deletion), renewed by writing again, kept by a write without one. Backends only: the watch
+/// cache refuses them.
+pub async fn ttl(s: &Arc<dyn Storage>, p: &str, _caps: Caps) {
+    const SHORT: Duration = Duration::from_secs(2);
+    let key = format!("{p}ns/lease");
+    let mut generation = 0;
+    let mut bump = |cur: Option<&Object>| {
+        generation += 1;
+        assert_eq!(cur.is_some(), generation > 1);
+        Ok(pod_with("ns", "lease", &[], &generation.to_string()))
+    };
+    let first = s
+        .guaranteed_update_with_ttl(&key, SHORT, &mut bump)
+        .await
+        .unwrap();
+    let mut w = s
+        .watch(
+            &key,
+            ListOptions {
+                resource_version: first.resource_version.to_string(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    // Not renewed: deleted once the time to live runs out.
+    let deleted = expect_change(&mut w, "DELETED", "lease").await;
+    assert!(deleted.resource_version > first.resource_version);
+    assert!(
+        s.get(&key, GetOptions::default())
+            .await
+            .unwrap_err()
+            .is_not_found()
+    );
+
+    // Renewed with a longer time to live, then written without one: neither deadline applies.
+    let mut f = |_: Option<&Object>| Ok(pod_with("ns", "lease", &[], "a"));
+    let short = s
+        .guaranteed_update_with_ttl(&key, SHORT, &mut f)
+        .await
+        .unwrap();
+    let mut f = |_: Option<&Object>| Ok(pod_with("ns", "lease", &[], "b"));
+    s.guaranteed_update_with_ttl(&key, Duration::from_secs(600), &mut f)
+        .await
+        .unwrap();
+    let plain_key = format!("{p}ns/plain");
+    let mut f = |_: Option<&Object>| Ok(pod_with("ns", "plain", &[], "a"));
+    s.guaranteed_update_with_ttl(&plain_key, SHORT, &mut f)
+        .await
+        .unwrap();
+    let mut f = |_: Option<&Object>| Ok(pod_with("ns", "plain", &[], "b"));
+    let kept = s
+        .guaranteed_update(&plain_key, false, None, &mut f)
+        .await
+        .unwrap();
+    // A third key expiring after the short deadline proves the deadline has passed.
+    let marker = format!("{p}ns/marker");
+    let mut f = |_: Option<&Object>| Ok(pod_with("ns", "marker", &[], ""));
+    s.guaranteed_update_with_ttl(&marker, SHORT, &mut f)
+        .await
+        .unwrap();
+    let mut w = s
+        .watch(
+            &marker,
+            ListOptions {
+                resource_version: short.resource_version.to_string(),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    expect_change(&mut w, "ADDED", "marker").await;
+    expect_change(&mut w, "DELETED", "marker").await;
+    let lease = s.get(&key, GetOptions::default()).await.unwrap().unwrap();
+    assert_eq!(note(&lease), "b");
+    let plain = s
+        .get(&plain_key, GetOptions::default())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(plain.resource_version, kept.resource_version);
+}
+
 /// Generates one `#[tokio::test]` per scenario for a store factory
 /// `async fn() -> (Arc<dyn Storage>, guard)`; the guard lives as long as the test.
 #[macro_export]

@@ -6,6 +6,8 @@
 //! * `latest: key -> mod_rev`: the live keys and the revision of their current version.
 //! * `by_rev: rev -> key`: which key each revision changed; watch replay scans it.
 //! * `meta`: `rev` (the current revision) and `compact` (the compacted revision).
+//! * `leases: key -> expiry`: the keys written with a time to live and when they expire
+//!   (milliseconds since the Unix epoch); the writer deletes them then, as etcd revokes a lease.
 
 use redb::{ReadableTable, TableDefinition};
 
@@ -17,6 +19,8 @@ pub const HISTORY: TableDefinition<(&str, u64), &[u8]> = TableDefinition::new("h
 pub const LATEST: TableDefinition<&str, u64> = TableDefinition::new("latest");
 /// The key changed by each revision.
 pub const BY_REV: TableDefinition<u64, &str> = TableDefinition::new("by_rev");
+/// Keys with a time to live and their expiry (milliseconds since the Unix epoch).
+pub const LEASES: TableDefinition<&str, u64> = TableDefinition::new("leases");
 /// Counters.
 pub const META: TableDefinition<&str, u64> = TableDefinition::new("meta");
 

@@ -146,6 +146,7 @@ impl EmbeddedStorage {
             let (rev, compact) = {
                 txn.open_table(HISTORY).map_err(db_err)?;
                 txn.open_table(LATEST).map_err(db_err)?;
+                txn.open_table(layout::LEASES).map_err(db_err)?;
                 let meta = txn.open_table(META).map_err(db_err)?;
                 let by_rev = txn.open_table(BY_REV).map_err(db_err)?;
                 (
@@ -682,6 +683,7 @@ impl Storage for EmbeddedStorage {
                     key: key.to_string(),
                     value,
                     expect: Expect::Absent,
+                    ttl: None,
                 })
                 .await?;
             to_object(key, &stored, out.rev)
@@ -805,6 +807,45 @@ impl Storage for EmbeddedStorage {
                         key: key.to_string(),
                         value,
                         expect,
+                        ttl: None,
+                    })
+                    .await
+                {
+                    Ok(out) => return to_object(key, &stored, out.rev),
+                    Err(StorageError::Conflict { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+        })
+    }
+
+    fn guaranteed_update_with_ttl<'a>(
+        &'a self,
+        key: &'a str,
+        ttl: std::time::Duration,
+        try_update: &'a mut UpdateFn<'a>,
+    ) -> BoxFuture<'a, Result<Object>> {
+        Box::pin(async move {
+            loop {
+                let current = self.read_current_plain(key)?;
+                let cur_obj = current
+                    .as_ref()
+                    .map(|(v, _, rev)| to_object(key, v, *rev))
+                    .transpose()?;
+                let new = try_update(cur_obj.as_ref())?;
+                let stored = versioner::strip_resource_version(&new)?;
+                let value = crate::storage::transform(&self.transformer, key, stored.clone())?;
+                check_size(key, &value)?;
+                let expect = match &current {
+                    Some((_, _, rev)) => Expect::Rev(*rev),
+                    None => Expect::AbsentOrConflict,
+                };
+                match self
+                    .submit(Op::Put {
+                        key: key.to_string(),
+                        value,
+                        expect,
+                        ttl: Some(ttl),
                     })
                     .await
                 {
@@ -973,6 +1014,38 @@ mod tests {
             watch_compaction_410: true
         }
     );
+    crate::storage_conformance!(@tests store, Caps { watch_compaction_410: true }, ttl);
+
+    /// A key's time to live is stored with it: after a restart the key still expires.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn ttl_keys_expire_after_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let key = "/registry/masterleases/10.0.0.1";
+        {
+            let s = EmbeddedStorage::open(dir.path()).unwrap();
+            let mut f = |_: Option<&Object>| Ok(Bytes::from_static(br#"{"generation":1}"#));
+            s.guaranteed_update_with_ttl(key, std::time::Duration::from_secs(2), &mut f)
+                .await
+                .unwrap();
+        }
+        let s = EmbeddedStorage::open(dir.path()).unwrap();
+        let found = s.get(key, GetOptions::default()).await.unwrap();
+        assert!(found.is_some());
+        let mut w = s
+            .watch(
+                key,
+                ListOptions {
+                    resource_version: found.unwrap().resource_version.to_string(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        match crate::storage::testing::next_change(&mut w).await {
+            WatchEvent::Deleted(obj) => assert_eq!(obj.key, key),
+            other => panic!("expected the key's deletion, got {other:?}"),
+        }
+    }
 
     /// The whole contract again with every value encrypted (aescbc, a key rotation's worth
     /// of providers): the backend transforms on every path, watches and lists included.

@@ -6,6 +6,7 @@ pub mod file_watch;
 pub mod files;
 pub mod gojson;
 pub mod gotime;
+pub mod klog;
 pub mod mime;
 pub mod value;
 pub mod webhook;

@@ -287,6 +287,7 @@ async fn graceful_termination_lines_are_upstreams_at_v1_and_not_shown_at_v0() {
         "[graceful-termination] not going to wait for active watch request(s) to drain",
         "[graceful-termination] shutdown event name=\"InFlightRequestsDrained\"",
         "[graceful-termination] apiserver is exiting",
+        "Stopped listening on 127.0.0.1:",
         "MuxAndDiscoveryComplete has all endpoints registered and discovery information is complete",
     ] {
         assert!(has(expected), "no {expected:?} in {lines:#?}");

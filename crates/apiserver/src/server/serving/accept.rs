@@ -159,6 +159,9 @@ pub(crate) fn spawn(
         };
         // Closing the listener refuses new connections from here on.
         drop(listener);
+        if result.is_ok() {
+            tracing::info!("Stopped listening on {local_addr}");
+        }
         let failed = result.is_err();
         let _ = tx.send(Some(result));
         if failed {

@@ -89,7 +89,10 @@ pub(super) async fn serve_tls_connection(
         Ok(Ok(tls)) => tls,
         Ok(Err(reason)) => return handshake_error(remote, &reason),
         // Go's error for a deadline hit while reading the ClientHello or handshaking.
-        Err(_) => return handshake_error(remote, &"read tcp: i/o timeout"),
+        Err(_) => {
+            let reason = format!("read tcp {local}->{remote}: i/o timeout");
+            return handshake_error(remote, &reason);
+        }
     };
     let (_, session) = tls.get_ref();
     let protocol = match session.alpn_protocol() {

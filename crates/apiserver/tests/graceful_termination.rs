@@ -542,3 +542,122 @@ async fn failing_pre_shutdown_hook_makes_run_return_without_draining() {
     release_slow.cancel();
     let _ = join_prompt(slow, "the held request").await;
 }
+
+/// What a post-start hook's controller saw when its context ended.
+#[derive(Debug)]
+struct HookContextEnd {
+    after_shutdown_delay: bool,
+    not_accepting: bool,
+    drained: bool,
+    /// Ticks of the controller between ShutdownInitiated and NotAcceptingNewRequest.
+    ticks_during_delay: usize,
+}
+
+/// A server whose post-start hook starts a controller that ticks until the hook's context
+/// ends, then reports what had happened by then.
+async fn start_with_ticking_controller(
+    retry_after: bool,
+) -> (TestServer, tokio::sync::oneshot::Receiver<HookContextEnd>) {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let tx = Arc::new(std::sync::Mutex::new(Some(tx)));
+    let server = TestServerBuilder::new()
+        .configure(move |c, _| {
+            c.shutdown_delay_duration = Duration::from_secs(2);
+            c.shutdown_send_retry_after = retry_after;
+        })
+        .install(move |server| {
+            let signals = server.lifecycle_signals().clone();
+            server
+                .add_post_start_hook(
+                    "ticking-controller",
+                    Arc::new(move |ctx| {
+                        let signals = signals.clone();
+                        let tx = tx.clone();
+                        Box::pin(async move {
+                            tokio::spawn(async move {
+                                let mut ticks_during_delay = 0;
+                                let mut tick = tokio::time::interval(Duration::from_millis(20));
+                                loop {
+                                    tokio::select! {
+                                        _ = ctx.stop.cancelled() => break,
+                                        _ = tick.tick() => {
+                                            if signals.shutdown_initiated.signaled()
+                                                && !signals.not_accepting_new_requests.signaled()
+                                            {
+                                                ticks_during_delay += 1;
+                                            }
+                                        }
+                                    }
+                                }
+                                let end = HookContextEnd {
+                                    after_shutdown_delay: signals
+                                        .after_shutdown_delay_duration
+                                        .signaled(),
+                                    not_accepting: signals.not_accepting_new_requests.signaled(),
+                                    drained: signals.in_flight_requests_drained.signaled(),
+                                    ticks_during_delay,
+                                };
+                                if let Some(tx) = tx.lock().unwrap().take() {
+                                    let _ = tx.send(end);
+                                }
+                            });
+                            Ok(())
+                        })
+                    }),
+                )
+                .unwrap();
+        })
+        .start()
+        .await;
+    server.wait_ready().await;
+    (server, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_start_hook_context_ends_at_not_accepting_new_request_not_at_the_stop_signal() {
+    let (mut server, ended) = start_with_ticking_controller(false).await;
+    server.stop.cancel();
+    let end = tokio::time::timeout(PROMPT, ended).await.unwrap().unwrap();
+    assert!(end.after_shutdown_delay, "{end:?}");
+    assert!(end.not_accepting, "{end:?}");
+    assert!(end.ticks_during_delay > 0, "{end:?}");
+    server.join().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn post_start_hook_context_ends_once_drained_with_retry_after() {
+    let (mut server, ended) = start_with_ticking_controller(true).await;
+    server.stop.cancel();
+    let end = tokio::time::timeout(PROMPT, ended).await.unwrap().unwrap();
+    assert!(end.after_shutdown_delay && end.not_accepting, "{end:?}");
+    assert!(end.drained, "{end:?}");
+    assert!(end.ticks_during_delay > 0, "{end:?}");
+    server.join().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_start_hook_name_registered_twice_is_an_error_naming_the_first_registration() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut server = TestServerBuilder::new()
+        .install(move |server| {
+            let hook = || -> apiserver::server::hooks::PostStartHookFn {
+                Arc::new(|_ctx| Box::pin(async { Ok(()) }))
+            };
+            server.add_post_start_hook("twice", hook()).unwrap();
+            let first_line = line!() - 1;
+            let err = server.add_post_start_hook("twice", hook()).unwrap_err();
+            tx.send((err.to_string(), first_line)).unwrap();
+        })
+        .start()
+        .await;
+    let (err, first_line) = rx.recv().unwrap();
+    assert!(
+        err.starts_with("unable to add \"twice\" because it was already registered by: "),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("graceful_termination.rs:{first_line}:")),
+        "{err}"
+    );
+    server.shutdown().await.unwrap();
+}

@@ -243,7 +243,7 @@ fn delegate_server(destroyed: Arc<AtomicUsize>) -> GenericApiServer {
         .non_api_mux
         .handle("/foo", status_handler(StatusCode::FORBIDDEN));
     server
-        .add_post_start_hook_or_die(
+        .add_post_start_hook(
             "delegate-post-start-hook",
             Arc::new(|_ctx| Box::pin(async { Ok(()) })),
         )
@@ -279,7 +279,7 @@ async fn wrapping_server_serves_delegate_paths_health_checks_and_destroys_both_o
                 .non_api_mux
                 .handle("/bar", status_handler(StatusCode::UNAUTHORIZED));
             server
-                .add_post_start_hook_or_die(
+                .add_post_start_hook(
                     "wrapping-post-start-hook",
                     Arc::new(|_ctx| Box::pin(async { Ok(()) })),
                 )

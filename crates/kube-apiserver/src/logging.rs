@@ -1,5 +1,5 @@
-//! Logging with klog's `-v` levels: 0–3 info, 4–5 debug, 6+ trace; `/debug/flags/v` changes
-//! the level at run time.
+//! Logging with klog's `-v` levels: 0–3 info, 4–5 debug, 6+ trace, and klog's `V(n)` lines
+//! (`apiserver::util::klog`) from `-v=n` on; `/debug/flags/v` changes the level at run time.
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -16,12 +16,14 @@ fn filter_for(verbosity: i32) -> EnvFilter {
         _ => "trace",
     };
     // Dependencies stay at info unless asked for trace, so -v=4 shows our own debug lines.
-    let directive = if verbosity >= 8 {
+    let mut directives = vec![if verbosity >= 8 {
         level.to_string()
     } else {
         format!("info,apiserver={level},kube_apiserver={level}")
-    };
-    EnvFilter::new(directive)
+    }];
+    // klog's V(n) lines (upstream's `[graceful-termination]` lines are V(1)).
+    directives.extend(apiserver::util::klog::directives_for_verbosity(verbosity));
+    EnvFilter::new(directives.join(","))
 }
 
 /// Installs the global subscriber (stderr) and returns the setter for `/debug/flags/v`.

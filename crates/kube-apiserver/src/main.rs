@@ -27,6 +27,10 @@ use clap::Parser;
 use tokio_util::sync::CancellationToken;
 
 fn main() {
+    // SAFETY: no other thread exists yet (the runtime starts below). Upstream unsets
+    // NOTIFY_SOCKET with its READY=1; here it leaves the environment now and READY=1 goes to
+    // the address kept (apiserver::server::systemd).
+    unsafe { apiserver::server::systemd::take_notify_socket_from_env() };
     let opts = match options::Options::try_parse() {
         Ok(opts) => opts,
         Err(err) => {

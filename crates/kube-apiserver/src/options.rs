@@ -212,26 +212,9 @@ pub struct Options {
         help_heading = "Secure serving flags"
     )]
     pub http2_max_streams_per_connection: i64,
-
-    // ----- Insecure serving flags -----
-    /// DEPRECATED: plain-HTTP port without authentication or authorization (0 = off).
-    #[arg(
-        long,
-        default_value_t = 0,
-        allow_negative_numbers = true,
-        help_heading = "Insecure serving flags"
-    )]
-    pub insecure_port: i64,
-    /// DEPRECATED: the IP address for --insecure-port.
-    #[arg(
-        long,
-        default_value = "127.0.0.1",
-        help_heading = "Insecure serving flags"
-    )]
-    pub insecure_bind_address: IpAddr,
-    /// Allow a non-loopback --insecure-bind-address.
-    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Insecure serving flags")]
-    pub insecure_allow_remote: bool,
+    /// If true, HTTP2 serving will be disabled [default=false]
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "false", action = ArgAction::Set, help_heading = "Secure serving flags")]
+    pub disable_http2_serving: bool,
 
     // ----- Auditing flags -----
     /// If set, all requests coming to the apiserver will be logged to this file ('-' = stdout).
@@ -965,21 +948,6 @@ impl Options {
                 self.secure_port
             ));
         }
-        if !(0..=65535).contains(&self.insecure_port) {
-            errors.push(format!(
-                "--insecure-port {} must be between 0 and 65535, inclusive. 0 for turning off insecure (HTTP) port",
-                self.insecure_port
-            ));
-        }
-        if self.insecure_port > 0
-            && !self.insecure_bind_address.is_loopback()
-            && !self.insecure_allow_remote
-        {
-            errors.push(format!(
-                "--insecure-bind-address {} is not a loopback address; pass --insecure-allow-remote to serve plain HTTP on it",
-                self.insecure_bind_address
-            ));
-        }
         if self.tls_cert_file.is_some() != self.tls_private_key_file.is_some() {
             errors.push("--tls-cert-file and --tls-private-key-file must be given together".into());
         }
@@ -1360,6 +1328,39 @@ mod tests {
     }
 
     #[test]
+    fn insecure_serving_flags_are_unknown_as_in_kube_apiserver_1_35() {
+        for flag in [
+            "--insecure-port=8080",
+            "--insecure-bind-address=127.0.0.1",
+            "--insecure-allow-remote",
+        ] {
+            let err = parse(&[flag])
+                .err()
+                .unwrap_or_else(|| panic!("{flag} accepted"));
+            assert_eq!(
+                err.kind(),
+                clap::error::ErrorKind::UnknownArgument,
+                "{flag}"
+            );
+        }
+    }
+
+    #[test]
+    fn disable_http2_serving_is_a_pflag_bool() {
+        assert!(!parse(&[]).unwrap().disable_http2_serving);
+        assert!(
+            parse(&["--disable-http2-serving"])
+                .unwrap()
+                .disable_http2_serving
+        );
+        assert!(
+            !parse(&["--disable-http2-serving=false"])
+                .unwrap()
+                .disable_http2_serving
+        );
+    }
+
+    #[test]
     fn invalid_values_are_rejected() {
         assert!(parse(&["--unknown-flag"]).is_err());
         assert!(parse(&["--request-timeout=abc"]).is_err());
@@ -1455,10 +1456,6 @@ mod tests {
             (
                 &["--proxy-client-cert-file=a.crt"],
                 "--proxy-client-cert-file and --proxy-client-key-file must be given together",
-            ),
-            (
-                &["--insecure-port=8080", "--insecure-bind-address=0.0.0.0"],
-                "--insecure-allow-remote",
             ),
             (
                 &[

@@ -529,24 +529,12 @@ pub async fn run(
     info.cipher_suites = opts.tls_cipher_suites.clone();
     info.http2_max_streams_per_connection =
         u32::try_from(opts.http2_max_streams_per_connection).unwrap_or(0);
+    info.disable_http2 = opts.disable_http2_serving;
     let client_ca = certs.client_ca.as_ref().map(DynamicClientCa::new);
     info.client_ca = client_ca.clone();
 
     let mut config = Config::new(None);
     config.secure_serving = Some(info);
-    if opts.insecure_port > 0 {
-        if !opts.insecure_bind_address.is_loopback() {
-            tracing::warn!(
-                "serving plain HTTP without authentication on non-loopback address {}",
-                opts.insecure_bind_address
-            );
-        }
-        let port = u16::try_from(opts.insecure_port).unwrap_or(0);
-        config.insecure_serving = Some(BindAddress::Addr(SocketAddr::new(
-            opts.insecure_bind_address,
-            port,
-        )));
-    }
     let modes = opts
         .authorization_mode
         .iter()

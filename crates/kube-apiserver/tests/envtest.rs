@@ -310,8 +310,9 @@ fn sorted_argv(mut args: Vec<(&str, String)>) -> Vec<String> {
         .collect()
 }
 
-/// envtest's argv: `defaultArgs()` plus `client-ca-file` from the cert authenticator, and
-/// `--insecure-port=0` since our `--help` lists `--insecure-port` (envtest's `CheckFlag`).
+/// envtest's argv: `defaultArgs()` plus `client-ca-file` from the cert authenticator (no
+/// `--insecure-port=0`: envtest's `CheckFlag` adds it only when `--help` lists the flag, and
+/// ours, as kube-apiserver 1.35's, does not).
 fn envtest_argv(dir: &Path, etcd: &str, port: u16) -> Vec<String> {
     let d = |name: &str| dir.join(name).display().to_string();
     sorted_argv(vec![
@@ -322,7 +323,6 @@ fn envtest_argv(dir: &Path, etcd: &str, port: u16) -> Vec<String> {
         ("client-ca-file", d("client-cert-auth-ca.crt")),
         ("disable-admission-plugins", "ServiceAccount".into()),
         ("etcd-servers", etcd.into()),
-        ("insecure-port", "0".into()),
         ("secure-port", port.to_string()),
         (
             "service-account-issuer",
@@ -388,7 +388,6 @@ async fn envtest_legacy_default_args_with_common_additions_serve_a_kube_rs_contr
         "--advertise-address=127.0.0.1".to_string(),
         format!("--etcd-servers={}", etcd.url()),
         format!("--cert-dir={}", env.dir.display()),
-        "--insecure-port=0".to_string(),
         format!("--secure-port={port}"),
         "--disable-admission-plugins=ServiceAccount".to_string(),
         "--service-cluster-ip-range=10.0.0.0/24".to_string(),

@@ -30,9 +30,10 @@ impl HeldRequest {
         HeldRequest { stream }
     }
 
-    /// Sends the body and returns the response's status code and the raw response.
+    /// Sends the body and returns the response's status code and the raw response. The body
+    /// sets `-v=1`, the level the tests run at (the `[graceful-termination]` lines are V(1)).
     async fn release(mut self) -> (u16, String) {
-        self.stream.write_all(b"0").await.unwrap();
+        self.stream.write_all(b"1").await.unwrap();
         self.stream.flush().await.unwrap();
         let mut raw = Vec::new();
         let mut buf = [0u8; 4096];
@@ -57,7 +58,7 @@ impl HeldRequest {
     }
 }
 
-/// The graceful-termination events in the log, in order.
+/// The graceful-termination events in the log (upstream writes them at `-v=1`), in order.
 fn events(server: &ApiServer) -> Vec<String> {
     server
         .stderr
@@ -66,8 +67,12 @@ fn events(server: &ApiServer) -> Vec<String> {
         .filter_map(|l| {
             l.split("[graceful-termination] shutdown event name=")
                 .nth(1)
+                .or_else(|| {
+                    l.split("[graceful-termination] pre-shutdown hooks completed name=")
+                        .nth(1)
+                })
         })
-        .map(|name| name.trim().to_string())
+        .map(|name| name.trim().trim_matches('"').to_string())
         .collect()
 }
 
@@ -85,14 +90,14 @@ fn assert_before(events: &[String], first: &str, then: &str) {
 }
 
 fn event_line(name: &str) -> String {
-    format!("shutdown event name={name}")
+    format!("shutdown event name=\"{name}\"")
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigterm_fails_readyz_keeps_healthz_during_the_delay_then_drains_open_requests_and_exits_0()
 {
     // Long enough that the checks during the delay finish inside it on a loaded machine.
-    let mut server = ApiServer::start(&["--shutdown-delay-duration=3s"]).await;
+    let mut server = ApiServer::start(&["--shutdown-delay-duration=3s", "-v=1"]).await;
     let admin = server.admin_client();
 
     // A long-running request (profiles are) and a held non-long-running one, both open at
@@ -183,6 +188,7 @@ async fn shutdown_send_retry_after_answers_429_with_retry_after_5_while_draining
     let mut server = ApiServer::start(&[
         "--shutdown-send-retry-after",
         "--shutdown-delay-duration=1s",
+        "-v=1",
     ])
     .await;
     let admin = server.admin_client();
@@ -250,4 +256,49 @@ async fn second_sigterm_during_a_long_shutdown_delay_exits_at_once_with_code_1()
         .stderr
         .wait_for("received a second termination signal, exiting")
         .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn graceful_termination_lines_are_upstreams_at_v1_and_not_shown_at_v0() {
+    let mut quiet = ApiServer::start(&[]).await;
+    quiet.sigterm();
+    let status = quiet.wait_exit_and_log("kube-apiserver stopped").await;
+    assert_eq!(status.code(), Some(0), "{status}");
+    let lines = quiet.stderr.snapshot();
+    assert!(
+        !lines.iter().any(|l| l.contains("[graceful-termination]")),
+        "V(1) lines at -v=0: {lines:?}"
+    );
+
+    let mut server = ApiServer::start(&["-v=1"]).await;
+    server.sigterm();
+    let status = server.wait_exit_and_log("kube-apiserver stopped").await;
+    assert_eq!(status.code(), Some(0), "{status}");
+    let lines = server.stderr.snapshot();
+    let has = |text: &str| lines.iter().any(|l| l.contains(text));
+    for expected in [
+        "[graceful-termination] waiting for shutdown to be initiated",
+        "[graceful-termination] shutdown event name=\"ShutdownInitiated\"",
+        "[graceful-termination] shutdown event name=\"AfterShutdownDelayDuration\"",
+        "[graceful-termination] pre-shutdown hooks completed name=\"PreShutdownHooksStopped\"",
+        "[graceful-termination] shutdown event name=\"NotAcceptingNewRequest\"",
+        "[graceful-termination] shutdown event name=\"HTTPServerStoppedListening\"",
+        "[graceful-termination] in-flight non long-running request(s) have drained",
+        "[graceful-termination] not going to wait for active watch request(s) to drain",
+        "[graceful-termination] shutdown event name=\"InFlightRequestsDrained\"",
+        "[graceful-termination] apiserver is exiting",
+        "Stopped listening on 127.0.0.1:",
+        "MuxAndDiscoveryComplete has all endpoints registered and discovery information is complete",
+    ] {
+        assert!(has(expected), "no {expected:?} in {lines:#?}");
+    }
+    // Not shutdown events, as upstream.
+    for name in ["HasBeenReady", "MuxAndDiscoveryComplete"] {
+        assert!(
+            !has(&format!("shutdown event name=\"{name}\"")),
+            "{name} logged as a shutdown event: {lines:#?}"
+        );
+    }
+    // Nor is the PreShutdownHooksStopped line worded as one.
+    assert!(!has("shutdown event name=\"PreShutdownHooksStopped\""));
 }

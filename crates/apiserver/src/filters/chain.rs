@@ -1,5 +1,5 @@
-//! The handler chains, composed in one place in upstream order (`DefaultBuildHandlerChain` and
-//! `BuildInsecureHandlerChain`). The list reads outermost filter first, as a request sees them.
+//! The handler chain, composed in one place in upstream order (`DefaultBuildHandlerChain`).
+//! The list reads outermost filter first, as a request sees them.
 
 use std::sync::Arc;
 
@@ -30,7 +30,6 @@ use super::warning::WarningFilter;
 use super::watch_termination::WatchTermination;
 use super::{Filter, FilterLayer, HttpService};
 use crate::audit::FailedAuthenticationAuditor;
-use crate::authn::Authenticator;
 use crate::server::config::CompletedConfig;
 use crate::server::waitgroup::RateLimitedSafeWaitGroup;
 
@@ -84,7 +83,8 @@ pub fn build_default_handler_chain(handler: HttpService, c: &CompletedConfig) ->
             }),
             (!c.hsts_directives.is_empty()).then(|| filter(Hsts::new(&c.hsts_directives))),
             Some(filter(CacheControl::new())),
-            (c.secure_serving.is_some() && c.goaway_chance > 0.0)
+            // Only where HTTP/2 is served: GOAWAY is an HTTP/2 frame.
+            (c.secure_serving.as_ref().is_some_and(|s| !s.disable_http2) && c.goaway_chance > 0.0)
                 .then(|| filter(ProbabilisticGoaway::new(c.goaway_chance))),
             Some(watch_termination(c)),
             Some(filter(WaitGroupFilter::new(
@@ -109,44 +109,6 @@ pub fn build_default_handler_chain(handler: HttpService, c: &CompletedConfig) ->
                 .map(|authz| filter(ImpersonationFilter::new(authz))),
             max_in_flight(c),
             authorizer.map(|authz| filter(AuthorizationFilter::new(authz))),
-        ],
-    )
-}
-
-/// The deprecated insecure port's chain (`BuildInsecureHandlerChain`): no TLS, every request
-/// is the insecure superuser, no authorization.
-pub fn build_insecure_handler_chain(handler: HttpService, c: &CompletedConfig) -> HttpService {
-    let superuser: Arc<dyn Authenticator> = Arc::new(crate::authn::InsecureSuperuser);
-    compose(
-        handler,
-        vec![
-            Some(filter(AuditInitFilter::new())),
-            Some(filter(PanicRecovery::new())),
-            Some(filter(RequestReceivedTimestamp::new())),
-            Some(filter(RequestInfoFilter::new(
-                c.request_info_resolver.clone(),
-                c.long_running_check.clone(),
-            ))),
-            Some(filter(LatencyTracker::new())),
-            Some(filter(HttpLog::new())),
-            Some(filter(CacheControl::new())),
-            Some(watch_termination(c)),
-            Some(filter(WaitGroupFilter::new(
-                c.non_long_running_request_wait_group.clone(),
-            ))),
-            Some(filter(
-                RequestDeadlineFilter::new(c.request_timeout).with_auditor(c.auditor.clone()),
-            )),
-            Some(filter(TimeoutFilter::new())),
-            Some(filter(WarningFilter::new())),
-            cors(c),
-            Some(filter(AuthenticationFilter::new(
-                superuser,
-                None,
-                Vec::new(),
-            ))),
-            c.auditor.clone().map(|a| filter(AuditFilter::new(a))),
-            max_in_flight(c),
         ],
     )
 }

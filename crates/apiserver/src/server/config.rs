@@ -19,8 +19,8 @@ use crate::server::lifecycle::{LifecycleSignals, SignalObserver};
 use crate::server::loopback::{LoopbackClientConfig, new_loopback_token};
 use crate::server::routes::flags::FlagSetter;
 use crate::server::routes::version::VersionInfo;
+use crate::server::serving::SecureServingInfo;
 use crate::server::serving::selfsigned::{LOOPBACK_SERVER_NAME, loopback_cert};
-use crate::server::serving::{BindAddress, SecureServingInfo};
 use crate::server::waitgroup::{RateLimitedSafeWaitGroup, SafeWaitGroup};
 use tokio_util::sync::CancellationToken;
 
@@ -32,8 +32,6 @@ pub type BuildHandlerChainFn =
 pub struct Config {
     /// HTTPS serving; `None` runs without a listener (tests that drive the handler directly).
     pub secure_serving: Option<SecureServingInfo>,
-    /// Deprecated plain-HTTP serving through the insecure handler chain.
-    pub insecure_serving: Option<BindAddress>,
     /// The authenticator; `None` lets every request through unauthenticated (with a warning).
     pub authenticator: Option<Arc<dyn Authenticator>>,
     /// The API audiences (`--api-audiences`): a credential valid only for other audiences is
@@ -107,7 +105,7 @@ pub struct Config {
     pub watch_request_wait_group: RateLimitedSafeWaitGroup,
     /// How the server's own hooks reach it.
     pub loopback: LoopbackClientConfig,
-    /// Forwards the systemd notifications (`READY=1`, `STOPPING=1`).
+    /// Sends systemd's `READY=1` once serving (see [`crate::server::systemd`]).
     pub systemd_notify: bool,
     /// Cancelled when the HTTP server stops. With a shutdown watch grace period of 0, watches
     /// are not drained but end on this, with the server.
@@ -120,7 +118,6 @@ impl Config {
         let default_checks = || vec![ping_check(), log_check()];
         Config {
             secure_serving: None,
-            insecure_serving: None,
             authenticator: None,
             api_audiences: Vec::new(),
             authorizer: None,

@@ -22,7 +22,7 @@ use crate::server::hooks::{
 };
 use crate::server::lifecycle::{LifecycleSignals, Signal};
 use crate::server::routes;
-use crate::server::serving::{BindAddress, SecureServingInfo};
+use crate::server::serving::SecureServingInfo;
 
 /// Errors of [`CompletedConfig::new`] and of registrations on a server.
 #[derive(Debug, thiserror::Error)]
@@ -63,7 +63,6 @@ pub(crate) struct ServerInner {
     pub(crate) prepared: AtomicBool,
     pub(crate) delegate: Arc<dyn DelegationTarget>,
     pub(crate) secure_serving: Mutex<Option<SecureServingInfo>>,
-    pub(crate) insecure_serving: Mutex<Option<BindAddress>>,
     pub(crate) apis: crate::server::apis::ApisState,
 }
 
@@ -85,7 +84,6 @@ impl CompletedConfig {
         let handler =
             ApiServerHandler::new(name, not_found, |director| chain_builder(director, &self));
         let secure_serving = self.config.secure_serving.take();
-        let insecure_serving = self.config.insecure_serving.take();
         let server = GenericApiServer {
             inner: Arc::new(ServerInner {
                 name: name.to_string(),
@@ -101,7 +99,6 @@ impl CompletedConfig {
                 prepared: AtomicBool::new(false),
                 delegate: delegate.clone(),
                 secure_serving: Mutex::new(secure_serving),
-                insecure_serving: Mutex::new(insecure_serving),
                 apis: Default::default(),
                 config: self,
             }),
@@ -134,10 +131,12 @@ impl CompletedConfig {
         {
             // A delegate with in-flight limits registered this hook already (upstream checks
             // `isPostStartHookRegistered`); registering it twice would fail `New`.
-            server.add_post_start_hook_or_die(
-                "max-in-flight-filter",
-                max_in_flight_hook(inner.config.max_in_flight.clone()),
-            )?;
+            if !server.is_post_start_hook_registered(MAX_IN_FLIGHT_HOOK) {
+                server.add_post_start_hook(
+                    MAX_IN_FLIGHT_HOOK,
+                    max_in_flight_hook(inner.config.max_in_flight.clone()),
+                )?;
+            }
         }
         let own: Vec<String> = inner
             .config
@@ -155,6 +154,9 @@ impl CompletedConfig {
         Ok(server)
     }
 }
+
+/// The post-start hook of the in-flight limiter's gauges (upstream `max-in-flight-filter`).
+const MAX_IN_FLIGHT_HOOK: &str = "max-in-flight-filter";
 
 fn max_in_flight_hook(limiter: MaxInFlight) -> PostStartHookFn {
     // Upstream starts the in-flight watermark maintenance here; ours publishes the current
@@ -202,7 +204,10 @@ impl GenericApiServer {
     }
 
     /// Registers a post-start hook and its `poststarthook/<name>` check on healthz, livez
-    /// (with the livez grace period) and readyz. Disabled hooks are skipped silently.
+    /// (with the livez grace period) and readyz. Disabled hooks are skipped silently. A name
+    /// registered before is an error naming where (upstream `AddPostStartHook`; its
+    /// `AddPostStartHookOrDie` exits on that error, and so does the binary).
+    #[track_caller]
     pub fn add_post_start_hook(
         &self,
         name: &str,
@@ -220,6 +225,7 @@ impl GenericApiServer {
             PostStartHookEntry {
                 hook,
                 done: done.clone(),
+                registered_by: std::panic::Location::caller().to_string(),
             },
         )?;
         let check = healthz::named_check(format!("poststarthook/{name}"), move |_| {
@@ -237,16 +243,10 @@ impl GenericApiServer {
         Ok(())
     }
 
-    /// Registers a post-start hook unless one of that name exists.
-    pub fn add_post_start_hook_or_die(
-        &self,
-        name: &str,
-        hook: PostStartHookFn,
-    ) -> Result<(), NewServerError> {
-        if self.inner.post_start_hooks.contains(name) {
-            return Ok(());
-        }
-        self.add_post_start_hook(name, hook)
+    /// Whether a post-start hook of that name is registered (upstream
+    /// `isPostStartHookRegistered`), for hooks that several servers of a chain may add.
+    pub fn is_post_start_hook_registered(&self, name: &str) -> bool {
+        self.inner.post_start_hooks.contains(name)
     }
 
     /// Registers a pre-shutdown hook.
@@ -400,7 +400,9 @@ fn prepare(inner: &Arc<ServerInner>) {
         mux,
         "/readyz",
         &inner.readyz,
-        Some(Box::new(move || has_been_ready.fire())),
+        Some(Box::new(move || {
+            has_been_ready.fire();
+        })),
     );
 }
 

@@ -23,7 +23,10 @@ pub type HookFuture = Pin<Box<dyn Future<Output = Result<(), String>> + Send + '
 pub struct PostStartHookContext {
     /// How to reach this server over loopback as a privileged client.
     pub loopback: LoopbackClientConfig,
-    /// Cancelled when the server stops.
+    /// Cancelled when the HTTP server stops (upstream's `stopHTTPServerCtx`): at
+    /// NotAcceptingNewRequest, or once in-flight requests drained with
+    /// `shutdown_send_retry_after`; not at the stop signal, so what a hook starts keeps running
+    /// through the shutdown delay.
     pub stop: CancellationToken,
 }
 
@@ -42,9 +45,18 @@ pub enum HookError {
     /// Added after the hooks were started.
     #[error("unable to add {0:?} because PostStartHooks have already been called")]
     AlreadyCalled(String),
-    /// A post-start hook name used twice.
-    #[error("unable to add {0:?} because it was already registered")]
-    DuplicatePostStart(String),
+    /// A pre-shutdown hook added after the hooks ran.
+    #[error("unable to add {0:?} because PreShutdownHooks have already been called")]
+    PreShutdownAlreadyCalled(String),
+    /// A post-start hook name used twice (upstream names the stack that registered it first;
+    /// here the source location of that registration).
+    #[error("unable to add {name:?} because it was already registered by: {registered_by}")]
+    DuplicatePostStart {
+        /// The hook's name.
+        name: String,
+        /// Where the first hook of that name was registered.
+        registered_by: String,
+    },
     /// A pre-shutdown hook name used twice.
     #[error("unable to add {0:?} because it is already registered")]
     DuplicatePreShutdown(String),
@@ -58,6 +70,8 @@ pub struct PostStartHookEntry {
     pub hook: PostStartHookFn,
     /// Fired when the hook returned successfully.
     pub done: CancellationToken,
+    /// Where the hook was registered (`file:line:column`), named when the name is reused.
+    pub registered_by: String,
 }
 
 impl std::fmt::Debug for PostStartHookEntry {
@@ -90,8 +104,11 @@ impl PostStartHooks {
         if state.called {
             return Err(HookError::AlreadyCalled(name.to_string()));
         }
-        if state.hooks.contains_key(name) {
-            return Err(HookError::DuplicatePostStart(name.to_string()));
+        if let Some(existing) = state.hooks.get(name) {
+            return Err(HookError::DuplicatePostStart {
+                name: name.to_string(),
+                registered_by: existing.registered_by.clone(),
+            });
         }
         state.hooks.insert(name.to_string(), entry);
         Ok(())
@@ -164,7 +181,7 @@ impl PreShutdownHooks {
         }
         let mut state = self.inner.lock().map_err(|_| HookError::MissingName)?;
         if state.called {
-            return Err(HookError::AlreadyCalled(name.to_string()));
+            return Err(HookError::PreShutdownAlreadyCalled(name.to_string()));
         }
         if state.hooks.contains_key(name) {
             return Err(HookError::DuplicatePreShutdown(name.to_string()));
@@ -218,15 +235,21 @@ mod tests {
         let entry = PostStartHookEntry {
             hook: ok_hook(),
             done: CancellationToken::new(),
+            registered_by: "first.rs:1:1".into(),
         };
         assert_eq!(
             hooks.add_entry("", entry.clone()),
             Err(HookError::MissingName)
         );
         hooks.add_entry("a", entry.clone()).unwrap();
+        let again = PostStartHookEntry {
+            registered_by: "second.rs:2:2".into(),
+            ..entry
+        };
+        let err = hooks.add_entry("a", again).unwrap_err();
         assert_eq!(
-            hooks.add_entry("a", entry.clone()),
-            Err(HookError::DuplicatePostStart("a".into()))
+            err.to_string(),
+            "unable to add \"a\" because it was already registered by: first.rs:1:1"
         );
     }
 
@@ -236,10 +259,12 @@ mod tests {
         let ok = PostStartHookEntry {
             hook: ok_hook(),
             done: CancellationToken::new(),
+            registered_by: String::new(),
         };
         let bad = PostStartHookEntry {
             hook: Arc::new(|_ctx| Box::pin(async { Err("boom".to_string()) })),
             done: CancellationToken::new(),
+            registered_by: String::new(),
         };
         hooks.add_entry("ok", ok.clone()).unwrap();
         hooks.add_entry("bad", bad.clone()).unwrap();
@@ -275,6 +300,13 @@ mod tests {
         assert_eq!(
             hooks.run().await,
             Err(vec!["PreShutdownHook \"a\" failed: x".to_string()])
+        );
+        assert_eq!(
+            hooks
+                .add("c", Arc::new(|| Box::pin(async { Ok(()) })))
+                .unwrap_err()
+                .to_string(),
+            "unable to add \"c\" because PreShutdownHooks have already been called"
         );
     }
 }

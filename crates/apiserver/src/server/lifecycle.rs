@@ -1,8 +1,8 @@
 //! The named lifecycle signals of graceful termination (upstream `lifecycle_signals.go`).
 //!
-//! Each signal is one-shot and idempotent: the first [`Signal::fire`] logs
-//! `[graceful-termination] shutdown event name=<Name>` and wakes every waiter; later calls do
-//! nothing. Waiting on a fired signal returns at once.
+//! Each signal is one-shot and idempotent: the first [`Signal::fire`] wakes every waiter; later
+//! calls do nothing. Waiting on a fired signal returns at once. The `[graceful-termination]`
+//! log lines are written by `run`, where upstream writes them.
 
 use std::sync::Arc;
 use std::sync::Mutex;
@@ -51,18 +51,27 @@ impl Signal {
         self.name
     }
 
-    /// Fires the signal (idempotent).
-    pub fn fire(&self) {
+    /// Fires the signal (idempotent). Returns whether this call fired it (false when it had
+    /// fired already). Logging is the caller's: upstream logs the shutdown events where they
+    /// happen, and never HasBeenReady or MuxAndDiscoveryComplete as shutdown events.
+    pub fn fire(&self) -> bool {
+        self.fire_logging(|_| {})
+    }
+
+    /// Fires the signal like [`Signal::fire`], calling `log` with its name first when this call
+    /// fires it, before any waiter wakes: what waiters log afterwards comes after that line.
+    pub fn fire_logging(&self, log: impl FnOnce(&'static str)) -> bool {
         if self.fired.swap(true, Ordering::SeqCst) {
-            return;
+            return false;
         }
-        // Log and record before waking waiters, so what they do next is recorded after this.
-        tracing::info!("[graceful-termination] shutdown event name={}", self.name);
+        log(self.name);
+        // Record before waking waiters, so what they do next is recorded after this.
         crate::metrics::graceful_termination_event(self.name);
         if let Some(observer) = &self.observer {
             observer.fired(self.name);
         }
         self.token.cancel();
+        true
     }
 
     /// Whether the signal has fired.

@@ -15,6 +15,7 @@ pub mod mux;
 pub mod routes;
 pub mod run;
 pub mod serving;
+pub mod systemd;
 pub mod waitgroup;
 
 pub use apis::{ApiGroupInfo, ApiGroupVersion, InstallError};

@@ -12,8 +12,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::server::genericapiserver::PreparedGenericApiServer;
 use crate::server::hooks::PostStartHookContext;
+use crate::server::lifecycle::Signal;
 use crate::server::routes::debugsocket;
 use crate::server::serving::{self, ServeError};
+use crate::server::systemd;
+use crate::util::klog::V1;
 
 /// Why `run` returned an error.
 #[derive(Debug, thiserror::Error)]
@@ -58,12 +61,8 @@ impl PreparedGenericApiServer {
 
         // Debug socket errors are only logged, as upstream.
         if let Some(path) = &config.debug_socket_path
-            && let Err(err) = debugsocket::serve_debug_socket(
-                path,
-                config.enable_profiling,
-                config.verbosity_setter.clone(),
-                stop.clone(),
-            )
+            && let Err(err) =
+                debugsocket::serve_debug_socket(path, config.verbosity_setter.clone(), stop.clone())
         {
             tracing::error!("failed to serve the debug socket {}: {err}", path.display());
         }
@@ -81,10 +80,18 @@ impl PreparedGenericApiServer {
                 for signal in pending {
                     tokio::select! {
                         _ = signal.wait() => {}
-                        _ = stop.cancelled() => return,
+                        _ = stop.cancelled() => {
+                            tracing::info!(target: V1, "haven't completed {}, stop requested", complete.name());
+                            return;
+                        }
                     }
                 }
                 complete.fire();
+                tracing::info!(
+                    target: V1,
+                    "{} has all endpoints registered and discovery information is complete",
+                    complete.name()
+                );
             });
         }
 
@@ -93,20 +100,21 @@ impl PreparedGenericApiServer {
             let signals = signals.clone();
             let stop = stop.clone();
             let delay = config.shutdown_delay_duration;
-            let notify = config.systemd_notify;
             tokio::spawn(async move {
                 stop.cancelled().await;
-                signals.shutdown_initiated.fire();
-                if notify {
-                    let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
-                }
+                fire_logged(&signals.shutdown_initiated);
                 tokio::time::sleep(delay).await;
-                signals.after_shutdown_delay_duration.fire();
+                fire_logged(&signals.after_shutdown_delay_duration);
             });
         }
 
         let retry_after_mode = config.shutdown_send_retry_after;
         let shutdown_timeout = if retry_after_mode {
+            tracing::info!(
+                target: V1,
+                shutdownTimeout = ?RETRY_AFTER_SHUTDOWN_TIMEOUT,
+                "[graceful-termination] using HTTP Server shutdown timeout"
+            );
             RETRY_AFTER_SHUTDOWN_TIMEOUT
         } else {
             config.request_timeout
@@ -133,11 +141,6 @@ impl PreparedGenericApiServer {
         // difference from upstream, which blocks forever there).
         let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::unbounded_channel::<RunError>();
         let secure_info = inner.secure_serving.lock().ok().and_then(|mut s| s.take());
-        let insecure_bind = inner
-            .insecure_serving
-            .lock()
-            .ok()
-            .and_then(|mut s| s.take());
         let serving = match secure_info {
             Some(info) => Some(
                 serving::serve(
@@ -157,23 +160,6 @@ impl PreparedGenericApiServer {
             }
             tracing::info!("Serving securely on {}", handle.local_addr());
         }
-        let insecure = match insecure_bind {
-            Some(bind) => {
-                let handler = crate::filters::chain::build_insecure_handler_chain(
-                    inner.handler.director.clone(),
-                    config,
-                );
-                let handle =
-                    serving::serve_insecure(bind, handler, stop_http.clone(), shutdown_timeout)
-                        .await?;
-                tracing::warn!(
-                    "Serving insecurely on {} (deprecated; no authentication or authorization)",
-                    handle.local_addr()
-                );
-                Some(handle)
-            }
-            None => None,
-        };
 
         // HTTPServerStoppedListening.
         let listener_done = CancellationToken::new();
@@ -196,12 +182,15 @@ impl PreparedGenericApiServer {
                     }
                     None => stop_http.cancelled().await,
                 }
-                signals.http_server_stopped_listening.fire();
+                fire_logged(&signals.http_server_stopped_listening);
                 listener_done.cancel();
             });
         }
 
-        // Post-start hooks, then READY=1 once they all finished.
+        // Post-start hooks get the context of the HTTP server (upstream's stopHTTPServerCtx),
+        // not the stop signal: controllers keep running through the shutdown delay and, in
+        // mode B, the drain. Then READY=1, once the hooks are launched (not finished), as
+        // upstream.
         let (hook_fail_tx, mut hook_fail_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
         let mut loopback = config.loopback.clone();
         if let Some(s) = &serving {
@@ -210,22 +199,14 @@ impl PreparedGenericApiServer {
         inner.post_start_hooks.run(
             PostStartHookContext {
                 loopback,
-                stop: stop.clone(),
+                stop: stop_http.clone(),
             },
             hook_fail_tx,
         );
-        if config.systemd_notify {
-            let entries = inner.post_start_hooks.entries();
-            tokio::spawn(async move {
-                for entry in entries.values() {
-                    entry.done.cancelled().await;
-                }
-                if let Err(err) = sd_notify::notify(&[sd_notify::NotifyState::Ready]) {
-                    tracing::error!(
-                        "unable to send systemd daemon successful start message: {err}"
-                    );
-                }
-            });
+        if config.systemd_notify
+            && let Err(err) = systemd::notify_ready()
+        {
+            tracing::error!("Unable to send systemd daemon successful start message: {err}");
         }
 
         // NotAcceptingNewRequest once the delay passed and the pre-shutdown hooks stopped.
@@ -234,7 +215,7 @@ impl PreparedGenericApiServer {
             tokio::spawn(async move {
                 signals.after_shutdown_delay_duration.wait().await;
                 signals.pre_shutdown_hooks_stopped.wait().await;
-                signals.not_accepting_new_requests.fire();
+                fire_logged(&signals.not_accepting_new_requests);
             });
         }
 
@@ -246,18 +227,37 @@ impl PreparedGenericApiServer {
             let grace = config.shutdown_watch_termination_grace_period;
             tokio::spawn(async move {
                 signals.not_accepting_new_requests.wait().await;
-                let drain_requests = requests.wait();
+                let drain_requests = async {
+                    requests.wait().await;
+                    tracing::info!(
+                        target: V1,
+                        "[graceful-termination] in-flight non long-running request(s) have drained"
+                    );
+                };
                 let drain_watches = async {
                     if grace.is_zero() {
+                        tracing::info!(
+                            target: V1,
+                            "[graceful-termination] not going to wait for active watch request(s) to drain"
+                        );
                         return;
                     }
                     let (before, after, result) = watches.wait(grace).await;
+                    let error = match result {
+                        Ok(()) => "<nil>".to_string(),
+                        Err(err) => err.to_string(),
+                    };
                     tracing::info!(
-                        "[graceful-termination] active watch request(s) drained: before={before} after={after} result={result:?}"
+                        target: V1,
+                        duration = ?grace,
+                        activeWatchesBefore = before,
+                        activeWatchesAfter = after,
+                        error = %error,
+                        "[graceful-termination] active watch request(s) have drained"
                     );
                 };
                 tokio::join!(drain_requests, drain_watches);
-                signals.in_flight_requests_drained.fire();
+                fire_logged(&signals.in_flight_requests_drained);
             });
         }
 
@@ -268,23 +268,29 @@ impl PreparedGenericApiServer {
             config.watches_end.cancel();
             Err(err)
         };
+        tracing::info!(target: V1, "[graceful-termination] waiting for shutdown to be initiated");
         tokio::select! {
             _ = stop.cancelled() => {}
             Some(err) = fatal_rx.recv() => return fatal(err),
             Some(failure) = hook_fail_rx.recv() => return fatal(RunError::PostStartHookFailed(failure)),
         }
 
-        // Also fired by the delay task; firing here too guarantees the hooks start after it.
-        signals.shutdown_initiated.fire();
+        // Also fired by the delay task; firing (or waiting for) it here guarantees the hooks
+        // start after it and after its log line.
+        fire_logged(&signals.shutdown_initiated);
+        signals.shutdown_initiated.wait().await;
         let hooks_result = inner.pre_shutdown_hooks.run().await;
-        signals.pre_shutdown_hooks_stopped.fire();
+        signals.pre_shutdown_hooks_stopped.fire_logging(|name| {
+            tracing::info!(target: V1, name, "[graceful-termination] pre-shutdown hooks completed");
+        });
         if let Err(errors) = hooks_result {
-            return Err(RunError::PreShutdownHooksFailed(errors));
+            return fatal(RunError::PreShutdownHooksFailed(errors));
         }
 
         signals.in_flight_requests_drained.wait().await;
         if let Some(auditor) = &config.auditor {
             auditor.shutdown().await;
+            tracing::info!(target: V1, "[graceful-termination] audit backend shutdown completed");
         }
         // Watches that were not drained (grace 0) end now, with the server.
         config.watches_end.cancel();
@@ -295,11 +301,20 @@ impl PreparedGenericApiServer {
         if let Some(s) = serving {
             s.shutdown_complete().await;
         }
-        if let Some(s) = insecure {
-            s.shutdown_complete().await;
-        }
+        tracing::info!(target: V1, "[graceful-termination] apiserver is exiting");
         Ok(())
     }
+}
+
+/// Upstream's line for a lifecycle event, at V(1).
+fn log_shutdown_event(name: &'static str) {
+    tracing::info!(target: V1, name, "[graceful-termination] shutdown event");
+}
+
+/// Fires `signal` and, the first time, logs it as a shutdown event before its waiters wake
+/// (so the log's order is the signals' order).
+fn fire_logged(signal: &Signal) {
+    signal.fire_logging(log_shutdown_event);
 }
 
 /// The address loopback clients use: the listener's port on 127.0.0.1 (or ::1) when it

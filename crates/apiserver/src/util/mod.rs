@@ -8,6 +8,7 @@ pub mod files;
 pub mod gojson;
 pub mod goquote;
 pub mod gotime;
+pub mod klog;
 pub mod mime;
 pub mod value;
 pub mod webhook;

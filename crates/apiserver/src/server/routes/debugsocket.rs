@@ -38,13 +38,12 @@ pub enum DebugSocketError {
     },
 }
 
-/// The routes of the debug socket: pprof (with `cmdline`) when `profiling`, and `/debug/flags`
-/// with the given flags (e.g. `v`).
-pub fn debug_socket_mux(profiling: bool, flags: BTreeMap<String, FlagSetter>) -> PathRecorderMux {
+/// The routes of the debug socket: pprof (with `cmdline`) and `/debug/flags` with the given
+/// flags (e.g. `v`). Profiling is always there, whatever `--profiling` says, as upstream: the
+/// socket's file permissions are what guards it.
+pub fn debug_socket_mux(flags: BTreeMap<String, FlagSetter>) -> PathRecorderMux {
     let mux = PathRecorderMux::new("debug-socket");
-    if profiling {
-        install_profiling(&mux, true);
-    }
+    install_profiling(&mux, true);
     install_debug_flags(&mux, flags);
     mux
 }
@@ -83,18 +82,17 @@ pub fn serve_mux_on_socket(
     Ok(tokio::spawn(accept_loop(listener, path, mux, stop)))
 }
 
-/// Starts the debug socket at `path` with the pprof routes (when `profiling`) and
-/// `/debug/flags/v` (when `verbosity` is given).
+/// Starts the debug socket at `path` with the pprof routes and `/debug/flags/v` (when
+/// `verbosity` is given).
 pub fn serve_debug_socket(
     path: impl AsRef<Path>,
-    profiling: bool,
     verbosity: Option<FlagSetter>,
     stop: CancellationToken,
 ) -> Result<JoinHandle<()>, DebugSocketError> {
     let flags = verbosity
         .map(|setter| BTreeMap::from([("v".to_owned(), setter)]))
         .unwrap_or_default();
-    serve_mux_on_socket(path, debug_socket_mux(profiling, flags), stop)
+    serve_mux_on_socket(path, debug_socket_mux(flags), stop)
 }
 
 type HyperResponseFuture =
@@ -210,7 +208,7 @@ mod tests {
         let l = level.clone();
         let setter = super::super::flags::verbosity_setter(move |v| l.store(v, Ordering::SeqCst));
         let stop = CancellationToken::new();
-        let task = serve_debug_socket(&path, true, Some(setter), stop.clone()).unwrap();
+        let task = serve_debug_socket(&path, Some(setter), stop.clone()).unwrap();
 
         let (status, body) = request(&path, "GET", "/debug/pprof", "").await;
         assert_eq!(status, 302);
@@ -235,13 +233,14 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn without_profiling_only_flags() {
+    async fn without_a_verbosity_setter_pprof_and_an_empty_flags_index() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("debug.sock");
         let stop = CancellationToken::new();
-        let task = serve_debug_socket(&path, false, None, stop.clone()).unwrap();
-        assert_eq!(request(&path, "GET", "/debug/pprof/", "").await.0, 404);
+        let task = serve_debug_socket(&path, None, stop.clone()).unwrap();
+        assert_eq!(request(&path, "GET", "/debug/pprof/", "").await.0, 200);
         assert_eq!(request(&path, "GET", "/debug/flags/", "").await.0, 200);
+        assert_eq!(request(&path, "PUT", "/debug/flags/v", "3").await.0, 404);
         stop.cancel();
         task.await.unwrap();
     }

@@ -58,8 +58,8 @@ impl ServingHandle {
         }
     }
 
-    /// Resolves once, after stop, every connection has finished (or was cut off at the
-    /// shutdown timeout).
+    /// Resolves once, after stop, every connection has finished, or at the shutdown timeout
+    /// (connections still active then are left running, as Go's `Shutdown` leaves them).
     pub async fn shutdown_complete(&self) {
         self.done.cancelled().await
     }
@@ -123,8 +123,6 @@ pub(crate) fn spawn(
     };
     tokio::spawn(async move {
         let tracker = TaskTracker::new();
-        // Cut off connections still open at the shutdown timeout.
-        let hard_stop = CancellationToken::new();
         let mut backoff = Duration::ZERO;
         let result = loop {
             tokio::select! {
@@ -145,14 +143,7 @@ pub(crate) fn spawn(
                             tracing::debug!("cannot set TCP_NODELAY: {e}");
                         }
                         let local = stream.local_addr().unwrap_or(local_addr);
-                        let fut = on_connection(stream, remote, local);
-                        let hard_stop = hard_stop.clone();
-                        tracker.spawn(async move {
-                            tokio::select! {
-                                _ = fut => {}
-                                _ = hard_stop.cancelled() => {}
-                            }
-                        });
+                        tracker.spawn(on_connection(stream, remote, local));
                     }
                     Err(e) if is_transient(&e) => {
                         backoff = (backoff * 2).clamp(Duration::from_millis(5), Duration::from_secs(1));
@@ -168,6 +159,9 @@ pub(crate) fn spawn(
         };
         // Closing the listener refuses new connections from here on.
         drop(listener);
+        if result.is_ok() {
+            tracing::info!("Stopped listening on {local_addr}");
+        }
         let failed = result.is_err();
         let _ = tx.send(Some(result));
         if failed {
@@ -176,17 +170,14 @@ pub(crate) fn spawn(
         }
         tracker.close();
         // Connections observe `stop` themselves: HTTP/2 sends GOAWAY, idle HTTP/1 closes,
-        // in-flight requests complete.
+        // in-flight requests complete. As Go's `Shutdown`, the wait ends at the shutdown
+        // timeout but active connections are not cut: they end with their requests, or with
+        // the process (kube-apiserver exits once `run` returned).
         if tokio::time::timeout(shutdown_timeout, tracker.wait())
             .await
             .is_err()
         {
-            tracing::warn!(
-                "{} connection(s) still open after the shutdown timeout of {shutdown_timeout:?}; closing them",
-                tracker.len()
-            );
-            hard_stop.cancel();
-            tracker.wait().await;
+            tracing::error!("Failed to shutdown server: context deadline exceeded");
         }
         done.cancel();
     });

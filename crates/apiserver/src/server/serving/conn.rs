@@ -98,6 +98,12 @@ impl ConnShared {
         }
     }
 
+    /// Go's `ReadHeaderTimeout`, also the TLS handshake's deadline (Go's server takes the
+    /// shortest of its read, read-header and write timeouts for the handshake).
+    pub(crate) fn read_header_timeout(&self) -> Duration {
+        self.timeouts.read_header
+    }
+
     #[cfg(test)]
     pub(crate) fn with_timeouts(mut self, idle: Duration, read_header: Duration) -> Self {
         self.timeouts = Timeouts { idle, read_header };

@@ -43,8 +43,9 @@ pub const TCP_KEEPALIVE: Duration = Duration::from_secs(180);
 pub const DEFAULT_HTTP2_MAX_STREAMS: u32 = 100;
 /// How often certificate files are re-read even without a file-system event.
 pub const DEFAULT_CERT_REFRESH: Duration = Duration::from_secs(60);
-/// One deadline for reading the ClientHello and completing the TLS handshake.
-pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// One deadline for reading the ClientHello and completing the TLS handshake: Go's server
+/// uses its `ReadHeaderTimeout` there.
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = READ_HEADER_TIMEOUT;
 
 /// Where to listen.
 #[derive(Debug)]

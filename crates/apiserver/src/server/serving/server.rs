@@ -15,9 +15,10 @@ use super::accept::{self, ConnectionFn, ServingHandle};
 use super::conn::{ConnShared, Protocol, serve_connection};
 use super::dynamic_certs::DynamicCertificates;
 use super::tls::TlsBase;
-use super::{SecureServingInfo, ServeError, TLS_HANDSHAKE_TIMEOUT};
+use super::{SecureServingInfo, ServeError};
 use crate::filters::HttpService;
 use crate::request::ConnectionInfo;
+use crate::util::klog::V5;
 
 /// What Go's TLS server writes when the first bytes look like an HTTP request.
 const PLAIN_HTTP_RESPONSE: &[u8] =
@@ -67,26 +68,30 @@ pub async fn serve(
     accept::spawn(listener, on_connection, stop, shutdown_timeout, client_ca)
 }
 
-async fn serve_tls_connection(
+/// A failed handshake, as Go's server reports it (`http: TLS handshake error from …`): upstream
+/// logs these lines at V(5) only and counts them in `apiserver_tls_handshake_errors_total`.
+fn handshake_error(remote: SocketAddr, reason: &dyn std::fmt::Display) {
+    tracing::info!(target: V5, "http: TLS handshake error from {remote}: {reason}");
+    crate::metrics::tls_handshake_error();
+}
+
+pub(super) async fn serve_tls_connection(
     stream: TcpStream,
     remote: SocketAddr,
     local: SocketAddr,
     certs: Arc<DynamicCertificates>,
     shared: Arc<ConnShared>,
 ) {
-    let deadline = Instant::now() + TLS_HANDSHAKE_TIMEOUT;
+    // Go's server gives the handshake its shortest read/write timeout: ReadHeaderTimeout.
+    let deadline = Instant::now() + shared.read_header_timeout();
     let tls = tokio::time::timeout_at(deadline, handshake(stream, local, &certs)).await;
     let tls = match tls {
-        Ok(Ok(Some(tls))) => tls,
-        Ok(Ok(None)) => return,
-        Ok(Err(e)) => {
-            // Upstream logs handshake errors only at high verbosity.
-            tracing::debug!("http: TLS handshake error from {remote}: {e}");
-            return;
-        }
+        Ok(Ok(tls)) => tls,
+        Ok(Err(reason)) => return handshake_error(remote, &reason),
+        // Go's error for a deadline hit while reading the ClientHello or handshaking.
         Err(_) => {
-            tracing::debug!("http: TLS handshake error from {remote}: timeout");
-            return;
+            let reason = format!("read tcp {local}->{remote}: i/o timeout");
+            return handshake_error(remote, &reason);
         }
     };
     let (_, session) = tls.get_ref();
@@ -105,36 +110,58 @@ async fn serve_tls_connection(
     serve_connection(tls, protocol, info, shared).await;
 }
 
+/// Why a handshake failed, worded as Go's handshake errors are.
+#[derive(Debug, thiserror::Error)]
+enum HandshakeError {
+    /// The peer closed before a complete ClientHello.
+    #[error("EOF")]
+    Eof,
+    /// Plain HTTP on the TLS port (answered with Go's 400 first).
+    #[error("client sent an HTTP request to an HTTPS server")]
+    PlainHttp,
+    /// Something else than TLS.
+    #[error("tls: first record does not look like a TLS handshake")]
+    NotTls,
+    /// The TLS handshake itself failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
 /// Reads the ClientHello and completes the handshake with the current configuration.
-/// `Ok(None)`: the peer was not speaking TLS (and got Go's answer if it spoke HTTP).
 async fn handshake(
     stream: TcpStream,
     local: SocketAddr,
     certs: &DynamicCertificates,
-) -> std::io::Result<Option<tokio_rustls::server::TlsStream<TcpStream>>> {
+) -> Result<tokio_rustls::server::TlsStream<TcpStream>, HandshakeError> {
     let mut first = [0u8; 1];
     if stream.peek(&mut first).await? == 0 {
-        return Ok(None);
+        return Err(HandshakeError::Eof);
     }
     // 0x16: a TLS handshake record.
     if first[0] != 0x16 {
-        reject_plain(stream).await;
-        return Ok(None);
+        return Err(reject_plain(stream).await);
     }
-    let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream).await?;
+    let start = LazyConfigAcceptor::new(rustls::server::Acceptor::default(), stream)
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => HandshakeError::Eof,
+            _ => HandshakeError::Io(e),
+        })?;
     let config = certs.config_for(Some(local.ip()));
-    let tls = start.into_stream(config).await?;
-    Ok(Some(tls))
+    Ok(start.into_stream(config).await?)
 }
 
 /// Answers a plain-HTTP request on the TLS port like Go does, then closes.
-async fn reject_plain(mut stream: TcpStream) {
+async fn reject_plain(mut stream: TcpStream) -> HandshakeError {
     let mut header = [0u8; 5];
-    if stream.read_exact(&mut header).await.is_err() || !looks_like_http(&header) {
-        return;
+    if stream.read_exact(&mut header).await.is_err() {
+        return HandshakeError::Eof;
+    }
+    if !looks_like_http(&header) {
+        return HandshakeError::NotTls;
     }
     if stream.write_all(PLAIN_HTTP_RESPONSE).await.is_err() {
-        return;
+        return HandshakeError::PlainHttp;
     }
     let _ = stream.shutdown().await;
     // Drain what the client still sends so closing does not reset the connection before
@@ -148,4 +175,5 @@ async fn reject_plain(mut stream: TcpStream) {
         }
     };
     let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    HandshakeError::PlainHttp
 }

@@ -968,7 +968,7 @@ async fn graceful_stop_sends_goaway_and_completes_in_flight_requests() {
 }
 
 #[tokio::test]
-async fn shutdown_timeout_cuts_off_stuck_requests() {
+async fn shutdown_timeout_ends_the_wait_but_leaves_active_requests_as_gos_shutdown() {
     let f = fixture();
     let stop = CancellationToken::new();
     let steer = Steering::default();
@@ -998,10 +998,16 @@ async fn shutdown_timeout_cuts_off_stuck_requests() {
     tokio::time::timeout(DEADLINE, handle.shutdown_complete())
         .await
         .unwrap();
-    assert!(
-        pending.await.unwrap().is_err(),
-        "the stuck request was cut off"
-    );
+    // The listener is closed, the request still runs; released, it completes.
+    assert!(TcpStream::connect(handle.local_addr()).await.is_err());
+    assert!(!pending.is_finished());
+    steer.release.notify_one();
+    let response = tokio::time::timeout(DEADLINE, pending)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
 }
 
 #[tokio::test]
@@ -1199,4 +1205,35 @@ async fn slow_request_heads_are_cut_off() {
         waited >= Duration::from_secs(32) && waited < Duration::from_secs(33),
         "{waited:?}"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_silent_tls_client_is_cut_off_at_the_read_header_timeout_of_32s() {
+    let f = fixture();
+    let certs = DynamicCertificates::load(
+        Some(f.serving.clone()),
+        Vec::new(),
+        Vec::new(),
+        None,
+        TlsBase::new(TlsVersion::default(), &[], false).unwrap(),
+    )
+    .unwrap();
+    let shared = Arc::new(super::conn::ConnShared::new(
+        handler(Steering::default()),
+        CancellationToken::new(),
+        100,
+    ));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let local = listener.local_addr().unwrap();
+    // Connected, and then not a byte: neither a ClientHello nor a close.
+    let _client = TcpStream::connect(local).await.unwrap();
+    let (stream, remote) = listener.accept().await.unwrap();
+    let started = tokio::time::Instant::now();
+    super::server::serve_tls_connection(stream, remote, local, certs, shared).await;
+    let waited = started.elapsed();
+    assert!(
+        waited >= READ_HEADER_TIMEOUT && waited < READ_HEADER_TIMEOUT + Duration::from_secs(1),
+        "{waited:?}"
+    );
+    assert_eq!(TLS_HANDSHAKE_TIMEOUT, Duration::from_secs(32));
 }

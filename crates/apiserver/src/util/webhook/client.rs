@@ -291,14 +291,27 @@ impl WebhookClient {
         }
     }
 
-    fn pooled(&self) -> Option<SendRequest<Full<Bytes>>> {
-        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
-        while let Some(sender) = idle.pop() {
+    /// An idle kept-alive connection, if one is still open. A connection released right after
+    /// its response may not report ready until its task has run once, so an open one is
+    /// awaited (briefly) rather than dropped.
+    async fn pooled(&self) -> Option<SendRequest<Full<Bytes>>> {
+        loop {
+            let mut sender = {
+                let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+                idle.pop()?
+            };
+            if sender.is_closed() {
+                continue;
+            }
             if sender.is_ready() {
                 return Some(sender);
             }
+            if let Ok(Ok(())) =
+                tokio::time::timeout(std::time::Duration::from_millis(50), sender.ready()).await
+            {
+                return Some(sender);
+            }
         }
-        None
     }
 
     fn release(&self, sender: SendRequest<Full<Bytes>>) {
@@ -359,7 +372,7 @@ impl WebhookClient {
 
     async fn attempt(&self, body: Option<Bytes>) -> Result<Bytes, WebhookError> {
         let post = body.is_some();
-        let (mut sender, reused) = match self.pooled() {
+        let (mut sender, reused) = match self.pooled().await {
             Some(s) => (s, true),
             None => (self.connect(post).await?, false),
         };
@@ -555,5 +568,38 @@ mod tests {
                 "Post \"http://127.0.0.1:{port}/review\": dial tcp 127.0.0.1:{port}: connect: connection refused"
             )
         );
+    }
+
+    #[tokio::test]
+    async fn sequential_calls_reuse_one_kept_alive_connection() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/review", listener.local_addr().unwrap());
+        let connections = Arc::new(AtomicUsize::new(0));
+        let accepted = connections.clone();
+        tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                accepted.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(|_req| async {
+                        Ok::<_, hyper::Error>(http::Response::new(Full::new(Bytes::from_static(
+                            b"{}",
+                        ))))
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), service)
+                        .await;
+                });
+            }
+        });
+        let config = WebhookKubeconfig {
+            server: url,
+            ..Default::default()
+        };
+        let client = WebhookClient::new(&config, DEFAULT_REQUEST_TIMEOUT, quick_backoff()).unwrap();
+        for _ in 0..20 {
+            client.post_json(&Value::Null).await.unwrap();
+        }
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
     }
 }

@@ -21,9 +21,12 @@ pub type GroupResource = (String, String);
 /// Upstream's "all resources of a group" override key (`apps/*`).
 const ALL_RESOURCES: &str = "*";
 
+/// A group and resource known at compile time.
+type StaticGroupResource = (&'static str, &'static str);
+
 /// Resources stored with another one (upstream's cohabitating resources): they follow that
 /// resource's etcd servers.
-const COHABITATING: &[((&str, &str), (&str, &str))] =
+const COHABITATING: &[(StaticGroupResource, StaticGroupResource)] =
     &[(("events.k8s.io", "events"), ("", "events"))];
 
 /// Which registry stores keep a watch cache (upstream's `EnableWatchCache` and the sizes map).

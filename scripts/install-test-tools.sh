@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what the tests need on a fresh Debian machine: etcd (server and client), protoc,
+# Installs what the tests need on a fresh Debian machine: etcd (server and client),
 # OpenSSL headers and pkg-config (for a test-only JWT verifier),
 # the load generators wrk and hey, kubectl 1.20 (Debian's kubernetes-client, unpacked into
 # .tools so it cannot clash with a preinstalled kubectl) and kubectl 1.35 + helm 4 (static
@@ -12,7 +12,6 @@ mkdir -p "$tools/bin"
 need_apt=()
 command -v etcd >/dev/null || need_apt+=(etcd-server)
 command -v etcdctl >/dev/null || need_apt+=(etcd-client)
-command -v protoc >/dev/null || need_apt+=(protobuf-compiler)
 command -v wrk >/dev/null || need_apt+=(wrk)
 command -v hey >/dev/null || need_apt+=(hey)
 command -v unzip >/dev/null || need_apt+=(unzip)

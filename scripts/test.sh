@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every check and test of the project on a fresh machine: installs the test tools
-# (etcd, protoc, kubectl 1.20 and 1.35, helm), then formatting, lints, and all tests
+# (etcd, kubectl 1.20 and 1.35, helm), then formatting, lints, and all tests
 # (unit, black-box over TLS, end-to-end with real kubectl, both storage backends).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

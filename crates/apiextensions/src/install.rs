@@ -13,7 +13,7 @@ use apiserver::server::GenericApiServer;
 use apiserver::server::apis::{ApiGroupInfo, ApiGroupVersion};
 use apiserver::server::lifecycle::Signal;
 use apiserver::storage::Storage;
-use apiserver::storage::cacher::{Cacher, CacherConfig};
+use apiserver::storage::cacher::{CacherConfig, decorated_storage};
 use tokio_util::sync::CancellationToken;
 
 use crate::controller::CrdController;
@@ -65,9 +65,13 @@ pub fn install(
     let root = format!("{prefix}/{GROUP}/customresourcedefinitions");
     let mut cache_config = CacherConfig::new(&format!("{root}/"));
     cache_config.get_attrs = attrs_func(strategy.clone());
-    let crd_storage =
-        apiserver::storage::resource_storage(&storage, GROUP, "customresourcedefinitions");
-    let cached: Arc<dyn Storage> = Arc::new(Cacher::new(crd_storage, cache_config));
+    let cached = decorated_storage(
+        &storage,
+        GROUP,
+        "customresourcedefinitions",
+        true,
+        cache_config,
+    );
     let crds = Store::new(strategy, cached, &root);
 
     let mut resources: BTreeMap<String, Arc<dyn RestStorage>> = BTreeMap::new();

@@ -21,7 +21,7 @@ use apiserver::registry::{ResourceInfo, SharedStrategy};
 use apiserver::server::GenericApiServer;
 use apiserver::status::{ApiError, StatusDetails, reason};
 use apiserver::storage::Storage;
-use apiserver::storage::cacher::{Cacher, CacherConfig};
+use apiserver::storage::cacher::{CacherConfig, decorated_storage};
 use serde_json::{Value, json};
 
 use crate::conversion::{ConvertingStorage, CrConverter};
@@ -243,7 +243,14 @@ impl CrdServing {
                     Arc::new(CustomResourceStrategy::new(info, schema, &json!({}), None));
                 config.get_attrs = attrs_func(strategy);
             }
-            Arc::new(Cacher::new(self.resource_storage(crd), config))
+            // Custom resources: only --watch-cache decides, as upstream.
+            decorated_storage(
+                &self.storage,
+                s(crd, "/spec/group"),
+                s(crd, "/spec/names/plural"),
+                false,
+                config,
+            )
         });
         // Every version's schema: served versions use theirs; conversions prune with the
         // target's (the storage version's even when it is not served).

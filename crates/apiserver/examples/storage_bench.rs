@@ -2,7 +2,7 @@
 //! watch-cache fan-out. Prints Markdown tables.
 //!
 //! ```text
-//! cargo run --release -p apiserver --features etcd --example storage_bench [-- --ops 2000 --writers 1,16,64,256 --watch-secs 5 --watchers 1000,10000]
+//! cargo run --release -p apiserver --example storage_bench [-- --ops 2000 --writers 1,16,64,256 --watch-secs 5 --watchers 1000,10000]
 //! ```
 //! Writes are measured at each `--writers` concurrency, every store at the same concurrency in
 //! turn (so the ratios compare like with like, under the same machine load): raw redb (one
@@ -315,7 +315,6 @@ async fn fanout(watchers: usize, events_per_sec: u64, secs: u64) {
     }
 }
 
-#[cfg(feature = "etcd")]
 mod etcd_bench {
     use super::*;
     use std::process::{Child, Command, Stdio};
@@ -493,11 +492,9 @@ async fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|v| v.split(',').filter_map(|n| n.parse().ok()).collect())
         .unwrap_or_else(|| vec![1, 16, 64, 256]);
-    #[cfg(feature = "etcd")]
     let etcd = etcd_bench::start().await;
     println!("| storage | operation | result |");
     println!("|---|---|---|");
-    #[cfg(feature = "etcd")]
     if etcd.is_none() {
         row("etcd", "-", "etcd not found; skipped".into());
     }
@@ -528,7 +525,6 @@ async fn main() {
                 f64::NAN,
                 f64::NAN,
             ];
-            #[cfg(feature = "etcd")]
             if let Some(etcd) = &etcd {
                 use apiserver::storage::backends::{EtcdConfig, EtcdStorage};
                 let raw_etcd = etcd_bench::raw_put(&etcd.url, n, c).await;
@@ -597,6 +593,5 @@ async fn main() {
             ec / raw * 100.0
         );
     }
-    #[cfg(feature = "etcd")]
     drop(etcd);
 }

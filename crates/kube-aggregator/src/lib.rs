@@ -20,7 +20,7 @@ use apiserver::server::apis::{ApiGroupInfo, ApiGroupVersion};
 use apiserver::server::healthz::named_check;
 use apiserver::server::hooks::PostStartHookFn;
 use apiserver::storage::Storage;
-use apiserver::storage::cacher::{Cacher, CacherConfig};
+use apiserver::storage::cacher::{CacherConfig, decorated_storage};
 use tokio_util::sync::CancellationToken;
 
 pub mod age;
@@ -116,12 +116,13 @@ pub fn install(
     );
     let mut cache_config = CacherConfig::new(&format!("{root}/"));
     cache_config.get_attrs = attrs_func(strategy.clone());
-    let apiservice_storage = apiserver::storage::resource_storage(
+    let cached = decorated_storage(
         &config.storage,
         apiservice::GROUP,
         apiservice::RESOURCE,
+        true,
+        cache_config,
     );
-    let cached: Arc<dyn Storage> = Arc::new(Cacher::new(apiservice_storage, cache_config));
     let store = Store::new(strategy.clone(), cached, &root);
     let version = ApiGroupVersion::new(apiservice::VERSION, vec![Arc::new(store.clone())]).with(
         &format!("{}/status", strategy.info().resource),

@@ -15,7 +15,7 @@ use apiserver::server::GenericApiServer;
 use apiserver::server::apis::{ApiGroupInfo, ApiGroupVersion};
 use apiserver::status::ApiError;
 use apiserver::storage::Storage;
-use apiserver::storage::cacher::{Cacher, CacherConfig};
+use apiserver::storage::cacher::{CacherConfig, decorated_storage};
 use serde_json::Value;
 
 use crate::apis::{Backing, ResourceDef};
@@ -394,10 +394,8 @@ pub fn install_builtin_apis(
                 let root = key_root(prefix, &info);
                 let mut cache_config = CacherConfig::new(&format!("{root}/"));
                 cache_config.get_attrs = attrs_func(strategy.clone());
-                let resource_storage =
-                    apiserver::storage::resource_storage(&storage, &info.group, &info.resource);
-                let cached: Arc<dyn Storage> =
-                    Arc::new(Cacher::new(resource_storage, cache_config));
+                let cached =
+                    decorated_storage(&storage, &info.group, &info.resource, true, cache_config);
                 let store = Store::new(strategy, cached, &root).with_return_deleted_object(
                     RETURN_DELETED_OBJECT.contains(&(info.group.as_str(), info.resource.as_str())),
                 );

@@ -160,6 +160,35 @@ pub struct Options {
     /// The interval of compaction requests. 0 disables compaction.
     #[arg(long, default_value = "5m0s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Etcd flags")]
     pub etcd_compaction_interval: GoDuration,
+    // ----- etcd backend selection, overrides, health and watch cache (issue 11) -----
+    /// The storage backend for persistence. Options: 'etcd3' (default). The etcd3 backend
+    /// is used when --etcd-servers is given, the embedded store otherwise.
+    #[arg(long, default_value = "", help_heading = "Etcd flags")]
+    pub storage_backend: String,
+    /// Per-resource etcd servers overrides, comma separated. The individual override format:
+    /// group/resource#servers, where servers are URLs, semicolon separated. Note that this
+    /// applies only to resources compiled into this server binary. e.g.
+    /// "/pods#http://etcd4:2379;http://etcd5:2379,/events#http://etcd6:2379"
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Etcd flags")]
+    pub etcd_servers_overrides: Vec<String>,
+    /// The timeout to use when checking etcd health.
+    #[arg(long, default_value = "2s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Etcd flags")]
+    pub etcd_healthcheck_timeout: GoDuration,
+    /// The timeout to use when checking etcd readiness
+    #[arg(long, default_value = "2s", value_parser = parse_go_duration, allow_hyphen_values = true, help_heading = "Etcd flags")]
+    pub etcd_readycheck_timeout: GoDuration,
+    /// Enable watch caching in the apiserver
+    #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true", default_value = "true", action = ArgAction::Set, help_heading = "Etcd flags")]
+    pub watch_cache: bool,
+    /// Watch cache size settings for some resources (pods, nodes, etc.), comma separated. The
+    /// individual setting format: resource[.group]#size. The only meaningful size is zero,
+    /// which disables watch caching for the resource; all non-zero values are equivalent.
+    #[arg(long, value_delimiter = ',', action = ArgAction::Append, help_heading = "Etcd flags")]
+    pub watch_cache_sizes: Vec<String>,
+    /// DEPRECATED: Watch caches are sized automatically. This flag is no-op and it will be
+    /// removed in a future version.
+    #[arg(long, allow_hyphen_values = true, help_heading = "Etcd flags")]
+    pub default_watch_cache_size: Option<i64>,
     /// The file containing configuration for encryption providers to be used for storing
     /// secrets in etcd
     #[arg(long, help_heading = "Etcd flags")]
@@ -1017,6 +1046,7 @@ impl Options {
                     .into(),
             );
         }
+        self.validate_etcd(&mut errors);
         if self.etcd_certfile.is_some() != self.etcd_keyfile.is_some() {
             errors.push("--etcd-certfile and --etcd-keyfile must be given together".into());
         }
@@ -1047,6 +1077,26 @@ impl Options {
     }
 
     /// Upstream's checks of the webhook, OIDC and structured-configuration flags.
+    /// The etcd flags of issue 11, as upstream's EtcdOptions.Validate and Complete check them.
+    fn validate_etcd(&self, errors: &mut Vec<String>) {
+        use apiserver::storage::factory::{
+            STORAGE_TYPE_ETCD3, parse_etcd_servers_overrides, parse_watch_cache_sizes,
+        };
+        if !self.storage_backend.is_empty() && self.storage_backend != STORAGE_TYPE_ETCD3 {
+            errors.push(format!("--storage-backend invalid, allowed values: {STORAGE_TYPE_ETCD3}. If not specified, it will default to '{STORAGE_TYPE_ETCD3}'"));
+        }
+        if let Err(e) = parse_etcd_servers_overrides(&self.etcd_servers_overrides) {
+            errors.push(e);
+        } else if !self.etcd_servers_overrides.is_empty() && self.etcd_servers.is_empty() {
+            errors.push("--etcd-servers-overrides needs --etcd-servers (the embedded store takes no overrides)".into());
+        }
+        if self.watch_cache
+            && let Err(e) = parse_watch_cache_sizes(&self.watch_cache_sizes)
+        {
+            errors.push(e);
+        }
+    }
+
     fn validate_webhook_and_jwt(&self, errors: &mut Vec<String>) {
         if self.authentication_config.is_some() && self.oidc_flags_set() {
             errors

@@ -24,7 +24,7 @@ use apiserver::server::serving::{
 };
 use apiserver::server::{Config, EmptyDelegate};
 use apiserver::storage::factory::{StorageBackend, StorageOptions};
-use apiserver::storage::health::{PROBE_INTERVAL, storage_health_check};
+use apiserver::storage::health::{PROBE_INTERVAL, storage_checks};
 use apiserver::util::files::create_private_dir;
 use kube_aggregator::{AggregatorConfig, LocalApis, ProxyClientCertFiles};
 use rustls_pki_types::CertificateDer;
@@ -417,6 +417,47 @@ fn install_issuer_discovery(
     }
 }
 
+/// The storage options of the etcd flags of issue 11 (`--etcd-servers-overrides`, the check
+/// timeouts, `--watch-cache`, `--watch-cache-sizes`); validation has parsed them already.
+fn etcd_storage_options(opts: &Options) -> StorageOptions {
+    use apiserver::storage::factory::{
+        DEFAULT_CHECK_TIMEOUT, parse_etcd_servers_overrides, parse_watch_cache_sizes,
+    };
+    if opts.default_watch_cache_size.is_some() {
+        tracing::warn!(
+            "Flag --default-watch-cache-size has been deprecated, Watch caches are sized automatically. This flag is no-op and it will be removed in a future version."
+        );
+    }
+    let sizes = parse_watch_cache_sizes(&opts.watch_cache_sizes).unwrap_or_default();
+    for ((group, resource), size) in &sizes {
+        if *size > 0 {
+            let resource = if group.is_empty() {
+                resource.clone()
+            } else {
+                format!("{resource}.{group}")
+            };
+            tracing::warn!(
+                "Dropping watch-cache-size for {resource} - watchCache size is now dynamic"
+            );
+        }
+    }
+    let timeout = |d: crate::options::GoDuration| match d.get() {
+        std::time::Duration::ZERO => DEFAULT_CHECK_TIMEOUT,
+        d => d,
+    };
+    StorageOptions {
+        etcd_servers_overrides: parse_etcd_servers_overrides(&opts.etcd_servers_overrides)
+            .unwrap_or_default(),
+        healthcheck_timeout: timeout(opts.etcd_healthcheck_timeout),
+        readycheck_timeout: timeout(opts.etcd_readycheck_timeout),
+        watch_cache: apiserver::storage::router::WatchCachePolicy {
+            enabled: opts.watch_cache,
+            sizes,
+        },
+        ..StorageOptions::default()
+    }
+}
+
 /// Builds the server from `opts` and runs it until `stop`.
 pub async fn run(
     opts: Options,
@@ -470,6 +511,7 @@ pub async fn run(
         etcd_keyfile: opts.etcd_keyfile.clone(),
         compaction_interval: opts.etcd_compaction_interval.get(),
         transformers: encryption.transformers.clone(),
+        ..etcd_storage_options(&opts)
     })
     .await
     .map_err(setup("opening storage"))?;
@@ -826,17 +868,18 @@ pub async fn run(
             .map_err(setup("registering the encryption health checks"))?;
     }
     let probes = CancellationToken::new();
+    let storage_checks = storage_checks(&backend, PROBE_INTERVAL, &probes);
     server
-        .add_health_checks(vec![storage_health_check(
-            backend.storage.clone(),
-            PROBE_INTERVAL,
-            probes.clone(),
-        )])
-        .map_err(setup("registering the storage health check"))?;
+        .add_health_checks(storage_checks.health)
+        .map_err(setup("registering the storage health checks"))?;
     let aggregator = config
         .complete()
         .new("kube-aggregator", Arc::new(server.clone()))
         .map_err(setup("creating the aggregator"))?;
+    // Readyz-only checks are not inherited from a delegate: the served chain gets them itself.
+    aggregator
+        .add_readyz_checks(storage_checks.readiness)
+        .map_err(setup("registering the storage readiness checks"))?;
     aggregator.share_discovery(discovery);
     aggregator.set_admission(Some(admission));
     let aggregator_controller = install_aggregator(

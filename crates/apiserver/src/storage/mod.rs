@@ -19,6 +19,7 @@ pub mod continue_token;
 pub mod errors;
 pub mod factory;
 pub mod health;
+pub mod router;
 pub mod selection;
 #[cfg(test)]
 pub mod testing;
@@ -111,6 +112,11 @@ pub struct ListOptions {
     pub send_initial_events: Option<bool>,
     /// Watch: ask the backend for progress notifications (bookmarks carrying the revision).
     pub progress_notify: bool,
+    /// Watch: the events feed a watch cache, which keeps every object's previous state itself.
+    /// Without a selector a backend may then leave previous values out (etcd's `prev_kv`,
+    /// one more read per event inside etcd): a deletion carries its key and revision with an
+    /// empty value.
+    pub feeds_watch_cache: bool,
 }
 
 /// A page of a list.
@@ -271,6 +277,14 @@ pub trait Storage: Send + Sync {
     fn for_resource(&self, group: &str, resource: &str) -> Option<Arc<dyn Storage>> {
         let _ = (group, resource);
         None
+    }
+
+    /// Whether the registry store of `group`/`resource` keeps a watch cache over this storage
+    /// (`built_in` is false for custom resources). Backends answer yes; the
+    /// [`router::ResourceRouter`] answers from `--watch-cache` and `--watch-cache-sizes`.
+    fn watch_cache_enabled(&self, group: &str, resource: &str, built_in: bool) -> bool {
+        let _ = (group, resource, built_in);
+        true
     }
 }
 

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -77,11 +77,51 @@ impl Default for EtcdConfig {
 /// stores them as they are.
 #[derive(Clone)]
 pub struct EtcdStorage {
-    client: Client,
+    endpoints: Arc<Endpoints>,
     config: Arc<EtcdConfig>,
     compact_rev: Arc<AtomicU64>,
     transformers: Arc<ResourceTransformers>,
     transformer: ResourceTransformer,
+}
+
+/// One client per `--etcd-servers` endpoint, one of them pinned: requests go to the pinned
+/// endpoint and move on to the next when it cannot be reached (etcd's Go client pins an
+/// endpoint the same way; a channel balanced over all endpoints would keep sending a share of
+/// the requests to one that refuses connections).
+struct Endpoints {
+    clients: Vec<Client>,
+    pinned: AtomicUsize,
+}
+
+impl Endpoints {
+    /// The pinned endpoint's index and client.
+    fn pinned(&self) -> (usize, &Client) {
+        let i = self.pinned.load(Ordering::Relaxed) % self.clients.len();
+        (i, &self.clients[i])
+    }
+
+    /// Endpoint `i` could not be reached: pin the next one (unless another request did).
+    fn unreachable(&self, i: usize) {
+        let next = (i + 1) % self.clients.len();
+        let _ = self
+            .pinned
+            .compare_exchange(i, next, Ordering::Relaxed, Ordering::Relaxed);
+    }
+}
+
+/// Whether `e` proves the request never reached etcd (the connection could not be made), so
+/// even a write may be sent again to another endpoint.
+fn not_sent(e: &etcd_client::Error) -> bool {
+    match e {
+        etcd_client::Error::TransportError(_) | etcd_client::Error::IoError(_) => true,
+        etcd_client::Error::GRpcStatus(s) => {
+            s.code() as i32 == 14 && {
+                let text = format!("{} {:?}", s.message(), std::error::Error::source(s));
+                text.contains("connect") || text.contains("Connection refused")
+            }
+        }
+        _ => false,
+    }
 }
 
 /// A key's current state in an update: its plain value, whether that value is stale (read by
@@ -184,11 +224,22 @@ impl EtcdStorage {
             }
             opts = opts.with_tls(tls);
         }
-        let client = Client::connect(&config.endpoints, Some(opts))
-            .await
-            .map_err(|e| StorageError::Internal(format!("connecting to etcd: {e}")))?;
+        if config.endpoints.is_empty() {
+            return Err(StorageError::Internal("no etcd servers given".into()));
+        }
+        let mut clients = Vec::with_capacity(config.endpoints.len());
+        for endpoint in &config.endpoints {
+            clients.push(
+                Client::connect([endpoint], Some(opts.clone()))
+                    .await
+                    .map_err(|e| StorageError::Internal(format!("connecting to etcd: {e}")))?,
+            );
+        }
         Ok(EtcdStorage {
-            client,
+            endpoints: Arc::new(Endpoints {
+                clients,
+                pinned: AtomicUsize::new(0),
+            }),
             config: Arc::new(config),
             compact_rev: Arc::new(AtomicU64::new(0)),
             transformers: ResourceTransformers::identity(),
@@ -218,28 +269,46 @@ impl EtcdStorage {
         &self.config
     }
 
-    fn kv(&self) -> KvClient {
-        self.client.kv_client()
-    }
-
-    /// Runs an etcd call under the request deadline.
-    async fn call<T>(
-        &self,
-        key: &str,
-        fut: impl std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
-    ) -> Result<T> {
-        match tokio::time::timeout(self.config.request_timeout, fut).await {
-            Ok(r) => r.map_err(|e| etcd_err(key, e)),
-            Err(_) => Err(StorageError::Timeout {
-                key: key.into(),
-                message: "context deadline exceeded".into(),
-            }),
+    /// Runs the etcd call `op` on the pinned endpoint under the request deadline; when the
+    /// endpoint cannot be reached (or does not answer in time) the next one is pinned, and a
+    /// call that never reached etcd is sent there within the same deadline.
+    async fn call<T, F, Fut>(&self, key: &str, op: F) -> Result<T>
+    where
+        F: Fn(KvClient) -> Fut,
+        Fut: std::future::Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.config.request_timeout;
+        let mut tries = self.endpoints.clients.len();
+        loop {
+            let (i, client) = self.endpoints.pinned();
+            match tokio::time::timeout_at(deadline, op(client.kv_client())).await {
+                Ok(Ok(v)) => return Ok(v),
+                Ok(Err(e)) => {
+                    tries -= 1;
+                    if not_sent(&e) {
+                        self.endpoints.unreachable(i);
+                        if tries > 0 {
+                            tracing::debug!(endpoint = %self.config.endpoints[i], error = %e, "etcd endpoint unreachable; trying the next one");
+                            continue;
+                        }
+                    }
+                    return Err(etcd_err(key, e));
+                }
+                Err(_) => {
+                    self.endpoints.unreachable(i);
+                    return Err(StorageError::Timeout {
+                        key: key.into(),
+                        message: "context deadline exceeded".into(),
+                    });
+                }
+            }
         }
     }
 
     async fn get_raw(&self, key: &str) -> Result<(Option<(Bytes, u64)>, u64)> {
-        let mut kv = self.kv();
-        let resp = self.call(key, kv.get(key, None)).await?;
+        let resp = self
+            .call(key, |mut kv| async move { kv.get(key, None).await })
+            .await?;
         let rev = rev_u64(resp.header().map(|h| h.revision()).unwrap_or(0));
         let found = resp.kvs().first().map(|kv| {
             (
@@ -273,8 +342,12 @@ impl EtcdStorage {
             )])
             .and_then([TxnOp::put(key, value.to_vec(), options)])
             .or_else([TxnOp::get(key, None)]);
-        let mut kv = self.kv();
-        let resp = self.call(key, kv.txn(txn)).await?;
+        let resp = self
+            .call(key, |mut kv| {
+                let txn = txn.clone();
+                async move { kv.txn(txn).await }
+            })
+            .await?;
         if !resp.succeeded() {
             let current = resp.op_responses().into_iter().find_map(|op| match op {
                 TxnOpResponse::Get(get) => get.kvs().first().map(|kv| {
@@ -326,8 +399,11 @@ impl EtcdStorage {
             if limit > 0 {
                 opts = opts.with_limit(limit);
             }
-            let mut kv = self.kv();
-            let resp = match self.call(prefix, kv.get(start.clone(), Some(opts))).await {
+            let call = self.call(prefix, |mut kv| {
+                let (start, opts) = (start.clone(), opts.clone());
+                async move { kv.get(start, Some(opts)).await }
+            });
+            let resp = match call.await {
                 Err(StorageError::Expired { .. }) => {
                     return Err(match &plan.continue_key {
                         Some(key) => StorageError::Expired {
@@ -496,15 +572,20 @@ impl EtcdWatch {
             }
         }
         let mut backoff = Duration::from_millis(100);
+        // A watch cache keeps previous states itself: etcd need not read them for every event.
+        let with_prev = !(self.opts.feeds_watch_cache && self.opts.predicate.is_empty());
         loop {
             let mut wopts = WatchOptions::new()
                 .with_start_revision(i64::try_from(last + 1).unwrap_or(i64::MAX))
-                .with_prev_key()
                 .with_progress_notify();
+            if with_prev {
+                wopts = wopts.with_prev_key();
+            }
             if self.recursive {
                 wopts = wopts.with_prefix();
             }
-            let mut wc = self.storage.client.watch_client();
+            let (endpoint, client) = self.storage.endpoints.pinned();
+            let mut wc = client.watch_client();
             let connect = tokio::select! {
                 _ = stop.cancelled() => return,
                 _ = self.tx.closed() => return,
@@ -513,6 +594,7 @@ impl EtcdWatch {
             let mut stream = match connect {
                 Ok(Ok(s)) => s,
                 _ => {
+                    self.storage.endpoints.unreachable(endpoint);
                     tokio::select! {
                         _ = stop.cancelled() => return,
                         _ = tokio::time::sleep(backoff) => {}
@@ -592,6 +674,21 @@ impl EtcdWatch {
                         continue;
                     }
                     let key = String::from_utf8_lossy(kv.key()).into_owned();
+                    if !with_prev {
+                        let event = self.cache_feed_event(key, rev, kv, ev.event_type());
+                        let delivered = match event {
+                            Ok(e) => self.send(e).await,
+                            Err(e) => {
+                                let _ = self.send(WatchEvent::Error(e)).await;
+                                false
+                            }
+                        };
+                        if !delivered {
+                            return;
+                        }
+                        last = rev;
+                        continue;
+                    }
                     let prev = ev.prev_kv().map(|p| Bytes::copy_from_slice(p.value()));
                     let raw = match ev.event_type() {
                         EventType::Put => RawEvent {
@@ -640,6 +737,46 @@ impl EtcdWatch {
                     }
                     last = rev;
                 }
+            }
+        }
+    }
+}
+
+impl EtcdWatch {
+    /// The event of a watch without previous values (see [`ListOptions::feeds_watch_cache`]):
+    /// the current object, or for a deletion the key and revision with an empty value.
+    fn cache_feed_event(
+        &self,
+        key: String,
+        rev: u64,
+        kv: &etcd_client::KeyValue,
+        event_type: EventType,
+    ) -> std::result::Result<WatchEvent, crate::status::ApiError> {
+        match event_type {
+            EventType::Delete => Ok(WatchEvent::Deleted(Object {
+                key,
+                value: Bytes::new(),
+                resource_version: rev,
+            })),
+            EventType::Put => {
+                let plain = self
+                    .storage
+                    .transformer
+                    .from_storage(&key, Bytes::copy_from_slice(kv.value()))
+                    .map_err(crate::status::ApiError::internal)?
+                    .data;
+                let value = versioner::set_resource_version(&plain, rev)
+                    .map_err(crate::status::ApiError::internal)?;
+                let obj = Object {
+                    key,
+                    value,
+                    resource_version: rev,
+                };
+                Ok(if kv.create_revision() == kv.mod_revision() {
+                    WatchEvent::Added(obj)
+                } else {
+                    WatchEvent::Modified(obj)
+                })
             }
         }
     }
@@ -877,8 +1014,12 @@ impl Storage for EtcdStorage {
                         i64::try_from(rev).unwrap_or(i64::MAX),
                     )])
                     .and_then([TxnOp::delete(key, None)]);
-                let mut kv = self.kv();
-                let resp = self.call(key, kv.txn(txn)).await?;
+                let resp = self
+                    .call(key, |mut kv| {
+                        let txn = txn.clone();
+                        async move { kv.txn(txn).await }
+                    })
+                    .await?;
                 if !resp.succeeded() {
                     continue;
                 }
@@ -938,27 +1079,38 @@ impl Storage for EtcdStorage {
             let opts = EtcdGet::new()
                 .with_range(prefix_end(&prefix))
                 .with_count_only();
-            let mut kv = self.kv();
-            let resp = self.call(key, kv.get(prefix.clone(), Some(opts))).await?;
+            let resp = self
+                .call(key, |mut kv| {
+                    let (prefix, opts) = (prefix.clone(), opts.clone());
+                    async move { kv.get(prefix, Some(opts)).await }
+                })
+                .await?;
             Ok(resp.count())
         })
     }
 
     fn current_revision(&self) -> BoxFuture<'_, Result<u64>> {
         Box::pin(async move {
-            let mut kv = self.kv();
             let key = format!("{}/", self.config.prefix.trim_end_matches('/'));
             let opts = EtcdGet::new().with_count_only().with_limit(1);
-            let resp = self.call(&key, kv.get(key.clone(), Some(opts))).await?;
+            let resp = self
+                .call(&key, |mut kv| {
+                    let (key, opts) = (key.clone(), opts.clone());
+                    async move { kv.get(key, Some(opts)).await }
+                })
+                .await?;
             Ok(rev_u64(resp.header().map(|h| h.revision()).unwrap_or(0)))
         })
     }
 
     fn compact(&self, revision: u64) -> BoxFuture<'_, Result<()>> {
         Box::pin(async move {
-            let mut kv = self.kv();
             let rev = i64::try_from(revision).unwrap_or(i64::MAX);
-            match self.call("compact", kv.compact(rev, None)).await {
+            let call = self.call(
+                "compact",
+                |mut kv| async move { kv.compact(rev, None).await },
+            );
+            match call.await {
                 Ok(_) => {
                     self.saw_compaction(revision);
                     Ok(())
@@ -991,9 +1143,13 @@ impl Storage for EtcdStorage {
     fn health(&self) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             // Upstream's check reads `<prefix>/health` with a short deadline; not found is fine.
+            // Any answering endpoint will do, as upstream's client balances over all of them.
             let key = format!("{}/health", self.config.prefix.trim_end_matches('/'));
-            let mut kv = self.kv();
-            match tokio::time::timeout(self.config.health_timeout, kv.get(key, None)).await {
+            let probe = self.call(&key, |mut kv| {
+                let key = key.clone();
+                async move { kv.get(key, None).await }
+            });
+            match tokio::time::timeout(self.config.health_timeout, probe).await {
                 Ok(Ok(_)) => Ok(()),
                 Ok(Err(e)) => Err(format!("error getting data from etcd: {e}")),
                 Err(_) => Err("etcd health check timed out".into()),

@@ -57,6 +57,26 @@ impl CacherConfig {
     }
 }
 
+/// The storage a registry store of `group`/`resource` runs on (upstream's REST options
+/// decorator): `storage`'s handle for the resource behind a watch cache made with `config`, or
+/// the handle alone when `--watch-cache` or `--watch-cache-sizes` turn the cache off for it
+/// (`built_in` is false for custom resources).
+pub fn decorated_storage(
+    storage: &Arc<dyn Storage>,
+    group: &str,
+    resource: &str,
+    built_in: bool,
+    config: CacherConfig,
+) -> Arc<dyn Storage> {
+    let handle = super::resource_storage(storage, group, resource);
+    if storage.watch_cache_enabled(group, resource, built_in) {
+        Arc::new(Cacher::new(handle, config))
+    } else {
+        tracing::debug!(group, resource, "Not using watch cache");
+        handle
+    }
+}
+
 /// Most storage events applied and fanned out together.
 const MAX_BATCH: usize = 1024;
 
@@ -267,6 +287,7 @@ async fn reflector(inner: std::sync::Weak<Inner>, stop: CancellationToken) {
                 recursive: true,
                 progress_notify: true,
                 send_initial_events: Some(false),
+                feeds_watch_cache: true,
                 ..Default::default()
             };
             let mut w = tokio::select! {
@@ -596,7 +617,6 @@ mod tests {
         );
     }
 
-    #[cfg(feature = "etcd")]
     mod over_etcd {
         use super::*;
         use crate::storage::backends::{EtcdConfig, EtcdStorage};

@@ -220,11 +220,13 @@ impl State {
             }
             WatchEvent::Deleted(o) => {
                 let (key, rev) = (o.key.clone(), o.resource_version);
-                let prev = self
-                    .store
-                    .take(key.as_str())
-                    .map(|k| k.0)
-                    .unwrap_or_else(|| Arc::new(CachedObject::new(o, attrs)));
+                let prev = match self.store.take(key.as_str()) {
+                    Some(k) => k.0,
+                    // A deletion without its object (the storage left previous values out)
+                    // of a key the cache does not hold: nothing to remove or announce.
+                    None if o.value.is_empty() => return None,
+                    None => Arc::new(CachedObject::new(o, attrs)),
+                };
                 (key, rev, None, Some(prev))
             }
             WatchEvent::Bookmark {

@@ -11,7 +11,6 @@ use http::StatusCode;
 
 use super::*;
 
-#[cfg(feature = "etcd")]
 pub mod etcd_server;
 
 /// How long a test waits for an expected event before failing.

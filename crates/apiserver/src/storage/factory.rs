@@ -311,7 +311,9 @@ mod tests {
             etcd_servers: vec![etcd.url()],
             ..Default::default()
         };
-        let storage = open_etcd(&opts, &opts.etcd_servers, "/registry").await.unwrap();
+        let storage = open_etcd(&opts, &opts.etcd_servers, "/registry")
+            .await
+            .unwrap();
         etcd.stop();
         let started = std::time::Instant::now();
         let err = wait_until_answering(

@@ -165,6 +165,16 @@ impl Storage for ResourceRouter {
         )
     }
 
+    fn guaranteed_update_with_ttl<'a>(
+        &'a self,
+        key: &'a str,
+        ttl: std::time::Duration,
+        try_update: &'a mut UpdateFn<'a>,
+    ) -> BoxFuture<'a, Result<Object>> {
+        self.default
+            .guaranteed_update_with_ttl(key, ttl, try_update)
+    }
+
     fn delete<'a>(
         &'a self,
         key: &'a str,
@@ -259,6 +269,29 @@ mod tests {
                 assert_eq!(found, Arc::ptr_eq(other, home), "{group}/{resource}");
             }
         }
+    }
+
+    #[tokio::test]
+    async fn keys_with_a_time_to_live_go_to_the_default_backend() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = embedded(dir.path());
+        let router = ResourceRouter::new(main.clone(), WatchCachePolicy::default());
+        let pod = crate::storage::testing::pod("ns", "lease", &[]);
+        let mut write = |_: Option<&Object>| -> Result<Bytes> { Ok(pod.clone()) };
+        router
+            .guaranteed_update_with_ttl(
+                "/registry/masterleases/10.0.0.1",
+                std::time::Duration::from_secs(60),
+                &mut write,
+            )
+            .await
+            .unwrap();
+        let opts = GetOptions {
+            ignore_not_found: true,
+            ..Default::default()
+        };
+        let stored = main.get("/registry/masterleases/10.0.0.1", opts).await;
+        assert!(stored.unwrap().is_some());
     }
 
     #[test]

@@ -971,8 +971,15 @@ impl Storage for EtcdStorage {
                 let stored = versioner::strip_resource_version(&new)?;
                 let value = crate::storage::transform(&self.transformer, key, stored.clone())?;
                 check_size(key, &value)?;
-                let mut leases = self.client.lease_client();
-                let lease = self.call(key, leases.grant(seconds, None)).await?;
+                let mut leases = self.endpoints.pinned().1.lease_client();
+                let lease =
+                    tokio::time::timeout(self.config.request_timeout, leases.grant(seconds, None))
+                        .await
+                        .map_err(|_| StorageError::Timeout {
+                            key: key.into(),
+                            message: "context deadline exceeded".into(),
+                        })?
+                        .map_err(|e| etcd_err(key, e))?;
                 let expect = current.as_ref().map(|(_, _, r)| *r).unwrap_or(0);
                 let options = PutOptions::new().with_lease(lease.id());
                 match self

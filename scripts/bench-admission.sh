@@ -3,11 +3,12 @@
 # generateName) through
 #  1. the default admission chain, no webhooks or policies;
 #  2. the same plus one validating and one mutating webhook (a TLS AdmissionReview server on
-#     loopback, in Python: it allows, and the mutating one adds a label by JSONPatch);
+#     loopback, crates/apiserver/examples/admission_webhook.rs: it allows, and the mutating one
+#     adds a label by JSONPatch);
 #  3. the default chain plus three ValidatingAdmissionPolicies (CEL) bound to configmaps.
 # Reports requests/s, p50/p99 and the server's CPU time per request from /proc (the webhook
 # server's CPU is its own process and not counted). Prints a markdown report on stdout.
-# Needs hey, python3 and openssl. Tunables: CONCURRENCY (16), DURATION (10s), APISERVER_BIN.
+# Needs hey, python3 and openssl. Tunables: CONCURRENCY (16), DURATION (10s), APISERVER_BIN, WEBHOOK_BIN.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -25,6 +26,13 @@ if [ -n "${APISERVER_BIN:-}" ]; then
 else
     cargo build --release --quiet -p kube-apiserver --bin kube-apiserver
     bin="$root/target/release/kube-apiserver"
+fi
+# The webhook server (Rust, so that it does not bound the rate): WEBHOOK_BIN or built here.
+if [ -n "${WEBHOOK_BIN:-}" ]; then
+    webhook_bin=$WEBHOOK_BIN
+else
+    cargo build --release --quiet -p apiserver --example admission_webhook
+    webhook_bin="$root/target/release/examples/admission_webhook"
 fi
 
 # shellcheck source=scripts/bench-common.sh
@@ -47,36 +55,7 @@ openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout "$work/webhook
 printf 'basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1\n' >"$work/leaf.ext"
 openssl x509 -req -in "$work/webhook.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" \
     -CAcreateserial -days 1 -extfile "$work/leaf.ext" -out "$work/webhook.crt" 2>/dev/null
-python3 - "$work" >"$work/webhook.out" 2>"$work/webhook.err" <<'PY' &
-import base64, json, ssl, sys
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-work = sys.argv[1]
-patch = base64.b64encode(json.dumps(
-    [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}]).encode()).decode()
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def log_message(self, *args):
-        pass
-    def do_POST(self):
-        review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        response = {"uid": review["request"]["uid"], "allowed": True}
-        if self.path.startswith("/mutate"):
-            response["patchType"] = "JSONPatch"
-            response["patch"] = patch
-        body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-                           "response": response}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-ctx.load_cert_chain(f"{work}/webhook.crt", f"{work}/webhook.key")
-server.socket = ctx.wrap_socket(server.socket, server_side=True)
-print(f"webhook listening on {server.server_address[1]}", flush=True)
-server.serve_forever()
-PY
+"$webhook_bin" "$work/webhook.crt" "$work/webhook.key" >"$work/webhook.out" 2>"$work/webhook.err" &
 pids+=($!)
 webhook_port=$(wait_line "$work/webhook.out" "webhook listening on" | awk '{print $4}')
 

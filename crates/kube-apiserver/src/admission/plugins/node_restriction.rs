@@ -527,16 +527,7 @@ fn admit_lease(node: &str, attrs: &Attributes) -> Result<(), ApiError> {
             &format!("can only access leases in the {NODE_LEASE_NAMESPACE:?} system namespace"),
         ));
     }
-    let name = if attrs.operation == Operation::Create {
-        attrs
-            .object
-            .as_ref()
-            .and_then(|l| str_at(l, "metadata.name"))
-            .unwrap_or_default()
-    } else {
-        attrs.name.as_str()
-    };
-    if name != node {
+    if addressed_name(attrs) != node {
         return Err(forbidden(
             attrs,
             "can only access node lease with the same name as the requesting node",
@@ -545,17 +536,22 @@ fn admit_lease(node: &str, attrs: &Attributes) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn admit_csinode(node: &str, attrs: &Attributes) -> Result<(), ApiError> {
-    let name = if attrs.operation == Operation::Create {
+/// The name a request addresses: the created object's on create (the URL has none), the
+/// URL's otherwise.
+fn addressed_name(attrs: &Attributes) -> &str {
+    if attrs.operation == Operation::Create {
         attrs
             .object
             .as_ref()
-            .and_then(|l| str_at(l, "metadata.name"))
+            .and_then(|o| str_at(o, "metadata.name"))
             .unwrap_or_default()
     } else {
         attrs.name.as_str()
-    };
-    if name != node {
+    }
+}
+
+fn admit_csinode(node: &str, attrs: &Attributes) -> Result<(), ApiError> {
+    if addressed_name(attrs) != node {
         return Err(forbidden(
             attrs,
             "can only access CSINode with the same name as the requesting node",

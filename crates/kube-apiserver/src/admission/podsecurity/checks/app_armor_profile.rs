@@ -1,9 +1,7 @@
 //! Baseline: AppArmor profiles may only be `RuntimeDefault` or `Localhost` (fields), or
 //! `runtime/default`, `localhost/*` or empty (the deprecated beta annotations).
 
-use std::collections::BTreeSet;
-
-use super::{Check, CheckResult, VersionedCheck, containers_phrase, join_quote, pluralize, quote};
+use super::{Check, CheckResult, VersionedCheck, join_quote, pluralize, quote, refused_profiles};
 use crate::admission::podsecurity::api::{Level, Version};
 use crate::admission::podsecurity::pod::{PodMeta, PodSpec, TypedProfile};
 
@@ -31,32 +29,12 @@ fn allowed_type(profile: &TypedProfile) -> bool {
 }
 
 fn v1_0(meta: &PodMeta, spec: &PodSpec) -> CheckResult {
-    let mut setters = Vec::new();
-    let mut bad_values = BTreeSet::new();
-    if let Some(p) = spec
-        .security_context
-        .as_ref()
-        .and_then(|sc| sc.app_armor_profile.as_ref())
-        .filter(|p| !allowed_type(p))
-    {
-        setters.push("pod".to_string());
-        bad_values.insert(p.type_.clone());
-    }
-    let mut bad_containers = Vec::new();
-    for c in spec.all_containers() {
-        if let Some(p) = c
-            .security_context
-            .as_ref()
-            .and_then(|sc| sc.app_armor_profile.as_ref())
-            .filter(|p| !allowed_type(p))
-        {
-            bad_containers.push(c.name.clone());
-            bad_values.insert(p.type_.clone());
-        }
-    }
-    if !bad_containers.is_empty() {
-        setters.push(containers_phrase(&bad_containers));
-    }
+    let (mut setters, bad_values) = refused_profiles(
+        spec,
+        |sc| sc.app_armor_profile.as_ref(),
+        |sc| sc.app_armor_profile.as_ref(),
+        allowed_type,
+    );
     // BTreeMap iteration is sorted by key: upstream sorts these strings too.
     let forbidden_annotations: Vec<String> = meta
         .annotations

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use super::api::{Level, LevelVersion, Version};
-use super::pod::{PodMeta, PodSpec};
+use super::pod::{PodMeta, PodSecurityContext, PodSpec, SecurityContext, TypedProfile};
 
 mod allow_privilege_escalation;
 mod app_armor_profile;
@@ -335,6 +335,43 @@ pub(crate) fn pluralize(
 /// A sorted set of strings (Go's `sets.String.List()`), as a vector.
 pub(crate) fn sorted(set: BTreeSet<String>) -> Vec<String> {
     set.into_iter().collect()
+}
+
+/// Where a pod sets a profile field (AppArmor, seccomp) to a type `allowed` refuses: the
+/// setters (`pod`, then the containers phrase) and the refused types.
+pub(crate) fn refused_profiles(
+    spec: &PodSpec,
+    of_pod: impl Fn(&PodSecurityContext) -> Option<&TypedProfile>,
+    of_container: impl Fn(&SecurityContext) -> Option<&TypedProfile>,
+    allowed: impl Fn(&TypedProfile) -> bool,
+) -> (Vec<String>, BTreeSet<String>) {
+    let mut setters = Vec::new();
+    let mut bad_values = BTreeSet::new();
+    if let Some(p) = spec
+        .security_context
+        .as_ref()
+        .and_then(&of_pod)
+        .filter(|p| !allowed(p))
+    {
+        setters.push("pod".to_string());
+        bad_values.insert(p.type_.clone());
+    }
+    let mut bad_containers = Vec::new();
+    for c in spec.all_containers() {
+        if let Some(p) = c
+            .security_context
+            .as_ref()
+            .and_then(&of_container)
+            .filter(|p| !allowed(p))
+        {
+            bad_containers.push(c.name.clone());
+            bad_values.insert(p.type_.clone());
+        }
+    }
+    if !bad_containers.is_empty() {
+        setters.push(containers_phrase(&bad_containers));
+    }
+    (setters, bad_values)
 }
 
 /// `container "a"` / `containers "a", "b"`.

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use super::{
-    Check, CheckResult, VersionedCheck, containers_phrase, join_quote, pluralize, quote, sorted,
+    Check, CheckResult, VersionedCheck, join_quote, pluralize, quote, refused_profiles, sorted,
 };
 use crate::admission::podsecurity::api::{Level, Version};
 use crate::admission::podsecurity::pod::{PodMeta, PodSpec, TypedProfile};
@@ -71,32 +71,12 @@ fn v1_0(meta: &PodMeta, spec: &PodSpec) -> CheckResult {
 }
 
 fn v1_19(_: &PodMeta, spec: &PodSpec) -> CheckResult {
-    let mut setters = Vec::new();
-    let mut bad_values = BTreeSet::new();
-    if let Some(p) = spec
-        .security_context
-        .as_ref()
-        .and_then(|sc| sc.seccomp_profile.as_ref())
-        .filter(|p| !valid_type(p))
-    {
-        setters.push("pod".to_string());
-        bad_values.insert(p.type_.clone());
-    }
-    let mut bad_containers = Vec::new();
-    for c in spec.all_containers() {
-        if let Some(p) = c
-            .security_context
-            .as_ref()
-            .and_then(|sc| sc.seccomp_profile.as_ref())
-            .filter(|p| !valid_type(p))
-        {
-            bad_containers.push(c.name.clone());
-            bad_values.insert(p.type_.clone());
-        }
-    }
-    if !bad_containers.is_empty() {
-        setters.push(containers_phrase(&bad_containers));
-    }
+    let (setters, bad_values) = refused_profiles(
+        spec,
+        |sc| sc.seccomp_profile.as_ref(),
+        |sc| sc.seccomp_profile.as_ref(),
+        valid_type,
+    );
     if setters.is_empty() {
         return CheckResult::Allowed;
     }
